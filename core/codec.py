@@ -1,0 +1,236 @@
+"""Records <-> events: the header line, plain event lines and packed chunk rows.
+
+A *record* is one logical line of a log after the header: either one event verbatim
+or a packed run of `assistant/chunk` deltas (`text-chunks`, `reasoning-chunks`,
+`tool-call-chunks`). Readers must expand rows; writers may pack or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import orjson
+
+from .model import (
+    FORMAT_VERSION,
+    HEADER_FIELDS,
+    LogProblem,
+    ProblemKind,
+    SessionEvent,
+    SessionHeader,
+)
+
+#: Packed row tag -> (assistant/chunk delta kind, name of the per-member array).
+PACKED_TAGS: Final[dict[str, tuple[str, str]]] = {
+    "text-chunks": ("text-delta", "texts"),
+    "reasoning-chunks": ("reasoning-delta", "texts"),
+    "tool-call-chunks": ("tool-call-delta", "args"),
+}
+_PACKABLE: Final = {kind: tag for tag, (kind, _) in PACKED_TAGS.items()}
+_EVENT_KEYS: Final = frozenset(("type", "seq", "time", "data"))
+MIN_PACKED_RUN: Final = 3
+
+
+class RecordError(ValueError):
+    """A record that cannot be decoded into events."""
+
+    def __init__(self, kind: ProblemKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
+    """Read a decoded first record as a header.
+
+    Returns the header (None if this is not a session header) and the problems
+    found in it (missing or foreign version).
+    """
+    if not isinstance(obj, dict) or obj.get("type") != "session":
+        return None, [
+            LogProblem(ProblemKind.BAD_HEADER, "the first record is not a session header", line=1)
+        ]
+    sid = obj.get("id")
+    if not isinstance(sid, str):
+        return None, [
+            LogProblem(ProblemKind.BAD_HEADER, "the session header has no string id", line=1)
+        ]
+    problems: list[LogProblem] = []
+    version = obj.get("version")
+    if "version" not in obj:
+        problems.append(
+            LogProblem(
+                ProblemKind.MISSING_VERSION,
+                "the header has no version; read as version 0",
+                line=1,
+            )
+        )
+    elif version != FORMAT_VERSION or isinstance(version, bool):
+        problems.append(
+            LogProblem(
+                ProblemKind.FOREIGN_VERSION,
+                f"format version {version!r} is not one this reader knows "
+                f"(it reads {FORMAT_VERSION}); written by a newer harness?",
+                line=1,
+            )
+        )
+    known = {key for key, _ in HEADER_FIELDS} | {"type"}
+    values: dict[str, Any] = {}
+    for key, attr in HEADER_FIELDS:
+        value = obj.get(key)
+        if key in ("createdAt", "seedLength", "delegationDepth"):
+            if not (isinstance(value, int) and not isinstance(value, bool)):
+                if value is not None:
+                    problems.append(
+                        LogProblem(
+                            ProblemKind.BAD_HEADER,
+                            f"header field {key} is {value!r}, not an integer; ignored",
+                            line=1,
+                        )
+                    )
+                value = None
+        elif key in ("cwd", "parentSession", "origin", "agentPreset", "id") and not isinstance(
+            value, str
+        ):
+            value = None
+        values[attr] = value
+    if values["created_at"] is None:
+        values["created_at"] = 0
+    extra = {k: v for k, v in obj.items() if k not in known}
+    return SessionHeader(**values, extra=extra), problems
+
+
+def expand_record(obj: Any) -> list[SessionEvent]:
+    """Decode one storage record (already JSON-parsed) into its events.
+
+    Raises:
+        RecordError: the record is not an event object or a consistent packed row.
+    """
+    if not isinstance(obj, dict):
+        raise RecordError(ProblemKind.CORRUPT, "record is not a JSON object")
+    rtype = obj.get("type")
+    if not isinstance(rtype, str):
+        raise RecordError(ProblemKind.CORRUPT, "record has no string type")
+    packed = PACKED_TAGS.get(rtype)
+    if packed is not None and "seq0" in obj:
+        return _expand_packed(rtype, packed, obj)
+    seq = obj.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise RecordError(ProblemKind.CORRUPT, f"{rtype} record has no integer seq")
+    time = obj.get("time", 0)
+    if not isinstance(time, int | float) or isinstance(time, bool):
+        time = 0
+    extra = {k: v for k, v in obj.items() if k not in _EVENT_KEYS}
+    return [SessionEvent(rtype, seq, time, obj.get("data"), extra)]
+
+
+def _expand_packed(tag: str, packed: tuple[str, str], obj: dict[str, Any]) -> list[SessionEvent]:
+    kind, array_key = packed
+    seq0, time0, data = obj.get("seq0"), obj.get("time0", 0), obj.get("data")
+    if not isinstance(seq0, int) or isinstance(seq0, bool) or not isinstance(data, dict):
+        raise RecordError(ProblemKind.BAD_PACKED_ROW, f"{tag} row lacks an integer seq0 or data")
+    members = data.get(array_key)
+    dt = data.get("dt")
+    if not isinstance(members, list) or not isinstance(dt, list) or not members:
+        raise RecordError(ProblemKind.BAD_PACKED_ROW, f"{tag} row lacks its {array_key}/dt arrays")
+    if len(dt) != len(members) - 1:
+        raise RecordError(
+            ProblemKind.BAD_PACKED_ROW,
+            f"{tag} row at seq {seq0} has {len(members)} members but {len(dt)} time deltas "
+            f"(expected {len(members) - 1})",
+        )
+    ids = data.get("id") if kind == "tool-call-delta" else None
+    name = data.get("name") if kind == "tool-call-delta" else None
+    if not isinstance(time0, int | float) or isinstance(time0, bool):
+        time0 = 0
+    events: list[SessionEvent] = []
+    time = time0
+    base = {"turn": data.get("turn"), "step": data.get("step")}
+    for k, member in enumerate(members):
+        if k:
+            delta = dt[k - 1]
+            if not isinstance(delta, int | float) or isinstance(delta, bool):
+                raise RecordError(ProblemKind.BAD_PACKED_ROW, f"{tag} row has a non-numeric dt")
+            time += delta
+        chunk: dict[str, Any] = {"type": kind, "index": data.get("index")}
+        if kind == "tool-call-delta":
+            chunk["id"] = ids
+            if name is not None:
+                chunk["name"] = name
+            chunk["argumentsDelta"] = member
+        else:
+            chunk["text"] = member
+        events.append(SessionEvent("assistant/chunk", seq0 + k, time, {**base, "chunk": chunk}))
+    return events
+
+
+def _packing_key(event: SessionEvent) -> tuple[Any, ...] | None:
+    """The run key of a packable chunk event, or None if it cannot be packed."""
+    if event.type != "assistant/chunk" or event.extra:
+        return None
+    data = event.data
+    if not isinstance(data, dict) or set(data) != {"turn", "step", "chunk"}:
+        return None
+    chunk = data["chunk"]
+    if not isinstance(chunk, dict):
+        return None
+    kind = chunk.get("type")
+    if kind in ("text-delta", "reasoning-delta"):
+        if set(chunk) != {"type", "index", "text"} or not isinstance(chunk["text"], str):
+            return None
+        return (kind, data["turn"], data["step"], chunk["index"])
+    if kind == "tool-call-delta":
+        if set(chunk) - {"name"} != {"type", "index", "id", "argumentsDelta"}:
+            return None
+        return (kind, data["turn"], data["step"], chunk["index"], chunk["id"], chunk.get("name"))
+    return None
+
+
+def encode_records(events: Sequence[SessionEvent], *, pack: bool = True) -> Iterator[bytes]:
+    """Yield `\\n`-terminated record lines for events, packing runs of chunk deltas.
+
+    Packing only ever produces rows that `expand_record` turns back into exactly
+    the same events, so a packed log reloads identical.
+    """
+    i, n = 0, len(events)
+    while i < n:
+        key = _packing_key(events[i]) if pack else None
+        j = i + 1
+        if key is not None:
+            while (
+                j < n
+                and _packing_key(events[j]) == key
+                and events[j].seq == events[j - 1].seq + 1
+                and isinstance(events[j].time, int)
+                and isinstance(events[j - 1].time, int)
+            ):
+                j += 1
+        if key is not None and j - i >= MIN_PACKED_RUN and isinstance(events[i].time, int):
+            yield _pack_row(events[i:j], key)
+            i = j
+        else:
+            yield orjson.dumps(events[i].to_json_dict()) + b"\n"
+            i += 1
+
+
+def _pack_row(run: Sequence[SessionEvent], key: tuple[Any, ...]) -> bytes:
+    kind, turn, step, index = key[0], key[1], key[2], key[3]
+    first = run[0]
+    dt = [int(run[k].time) - int(run[k - 1].time) for k in range(1, len(run))]
+    data: dict[str, Any] = {"turn": turn, "step": step, "index": index, "dt": dt}
+    if kind == "tool-call-delta":
+        data["id"] = key[4]
+        if key[5] is not None:
+            data["name"] = key[5]
+        data["args"] = [e.data["chunk"]["argumentsDelta"] for e in run]
+        tag = "tool-call-chunks"
+    else:
+        data["texts"] = [e.data["chunk"]["text"] for e in run]
+        tag = _PACKABLE[kind]
+    row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
+    return orjson.dumps(row) + b"\n"
+
+
+def encode_log(header: SessionHeader, events: Iterable[SessionEvent], *, pack: bool = True) -> bytes:
+    """A whole raw log: the header line then the records."""
+    return header.to_json_line() + b"".join(encode_records(list(events), pack=pack))

@@ -1,0 +1,386 @@
+"""Reading one log file, raw or zstd, whole or incrementally from the last offset.
+
+The reader never raises for bad content: everything unusual becomes a `LogProblem`
+and the events that are valid are still returned. Only whole lines (whole zstd
+frames) are consumed, so a writer appending at the same time is never half-read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+import orjson
+import zstandard
+
+from .codec import RecordError, expand_record, parse_header
+from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+
+RAW_SUFFIX: Final = ".jsonl"
+ZSTD_SUFFIX: Final = ".jsonl.zstd"
+_TURN_END_MARK: Final = b'"type":"turn/end"'
+#: How many seq problems one log reports before it only counts them.
+MAX_SEQ_PROBLEMS: Final = 20
+
+
+class Encoding(StrEnum):
+    """The physical encoding of a log file."""
+
+    RAW = "raw"
+    ZSTD = "zstd"
+
+
+def encoding_of(path: Path) -> Encoding | None:
+    """The encoding a file name implies, or None if it is not a log name."""
+    name = path.name
+    if name.endswith(ZSTD_SUFFIX):
+        return Encoding.ZSTD
+    if name.endswith(RAW_SUFFIX):
+        return Encoding.RAW
+    return None
+
+
+@dataclass(slots=True)
+class ReadBatch:
+    """What one `LogReader.read()` call found.
+
+    Attributes:
+        events: Events decoded since the previous call, in file order.
+        problems: Problems first found by this call.
+        reset: The file shrank or was replaced: the caller must drop what it had,
+            and `events` starts again from the beginning.
+    """
+
+    events: list[SessionEvent] = field(default_factory=list)
+    problems: list[LogProblem] = field(default_factory=list)
+    reset: bool = False
+
+
+class LogReader:
+    """Reads one log incrementally, whole records only.
+
+    Call `read()` once for a full read; call it again whenever the file grows to get
+    just the appended events. State (offset, expected seq) lives here.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.encoding: Encoding = encoding_of(path) or Encoding.RAW
+        self.header: SessionHeader | None = None
+        #: Problems found so far that stay true (header, corruption, gaps, odd events).
+        self.problems: list[LogProblem] = []
+        #: The current torn tail, if any: true only until the writer finishes the line.
+        self.tail_problem: LogProblem | None = None
+        #: Bytes of the file consumed (whole lines / whole frames).
+        self.offset = 0
+        #: How many events have been decoded.
+        self.event_count = 0
+        #: Leading events with `seq == index`: the prefix that can be forked.
+        self.contiguous = 0
+        self.last_seq: int | None = None
+        self._line = 0
+        self._seq_problems = 0
+        self._stuck = False
+        self._identity: tuple[int, int] | None = None
+        self._dctx = zstandard.ZstdDecompressor()
+
+    @property
+    def unreadable(self) -> bool:
+        """True if reading stopped at corruption (or the file cannot be read)."""
+        return self._stuck
+
+    def all_problems(self) -> list[LogProblem]:
+        """Lasting problems plus the current torn tail, if any."""
+        return [*self.problems, *([self.tail_problem] if self.tail_problem else [])]
+
+    def _reset(self) -> None:
+        self.header = None
+        self.problems = []
+        self.tail_problem = None
+        self.offset = 0
+        self.event_count = 0
+        self.contiguous = 0
+        self.last_seq = None
+        self._line = 0
+        self._seq_problems = 0
+        self._stuck = False
+
+    def read(self) -> ReadBatch:
+        """Decode whatever whole records were appended since the last call."""
+        batch = ReadBatch()
+        try:
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                identity = (st.st_dev, st.st_ino)
+                if self._identity is not None and (
+                    identity != self._identity or st.st_size < self.offset
+                ):
+                    self._reset()
+                    batch.reset = True
+                self._identity = identity
+                if self._stuck:
+                    self._reclassify_stuck(fh)
+                    return batch
+                if st.st_size == self.offset:
+                    if st.st_size == 0 and not self.problems:
+                        self._add(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
+                        batch.problems.extend(self.problems)
+                    return batch
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except OSError as exc:
+            problem = LogProblem(ProblemKind.UNREADABLE, f"cannot read {self.path.name}: {exc.strerror or exc}")
+            if not any(p.kind is ProblemKind.UNREADABLE for p in self.problems):
+                self.problems.append(problem)
+                batch.problems.append(problem)
+            return batch
+        before = len(self.problems)
+        if self.encoding is Encoding.ZSTD:
+            self._consume_zstd(chunk, batch)
+        else:
+            self._consume_raw(chunk, batch)
+        batch.problems.extend(self.problems[before:])
+        return batch
+
+    # -- raw -------------------------------------------------------------------------
+
+    def _consume_raw(self, chunk: bytes, batch: ReadBatch) -> None:
+        end = chunk.rfind(b"\n") + 1
+        whole, tail = chunk[:end], chunk[end:]
+        pos = 0
+        for line in whole.split(b"\n")[:-1] if whole else ():
+            line_len = len(line) + 1
+            if not self._consume_line(line, batch):
+                self._stop_pending(whole[pos + line_len :] + tail)
+                return
+            pos += line_len
+            self.offset += line_len
+        self._set_tail(
+            f"the last line ({len(tail)} bytes) has no newline yet: an unfinished write, ignored"
+            if tail
+            else None
+        )
+
+    # -- zstd ------------------------------------------------------------------------
+
+    def _consume_zstd(self, chunk: bytes, batch: ReadBatch) -> None:
+        pos = 0
+        while pos < len(chunk):
+            dobj = self._dctx.decompressobj()
+            try:
+                content = dobj.decompress(chunk[pos:])
+            except zstandard.ZstdError as exc:
+                self._line += 1
+                self._stop_at(
+                    f"zstd frame {self._line} does not decode ({exc})",
+                    rest=b"",
+                    kind=ProblemKind.CORRUPT,
+                    torn_possible=False,
+                )
+                return
+            if not dobj.eof:
+                self._set_tail(
+                    f"the last zstd frame ({len(chunk) - pos} bytes) is incomplete: "
+                    "an unfinished write, ignored"
+                )
+                return
+            size = len(chunk) - pos - len(dobj.unused_data)
+            lines = content.split(b"\n")
+            if lines[-1] != b"":
+                self._line += 1
+                self._stop_at(
+                    f"zstd frame {self._line} does not end with a newline",
+                    rest=b"",
+                    kind=ProblemKind.CORRUPT,
+                    torn_possible=False,
+                )
+                return
+            frame_no = self._line
+            for k, line in enumerate(lines[:-1]):
+                if not self._consume_line(line, batch):
+                    self._stop_pending(b"\n".join(lines[k + 1 :]) + chunk[pos + size :])
+                    return
+            # Line numbers count frames for zstd logs: that is what a user can locate.
+            self._line = frame_no + 1
+            pos += size
+            self.offset += size
+        self._set_tail(None)
+
+    # -- records ---------------------------------------------------------------------
+
+    def _consume_line(self, line: bytes, batch: ReadBatch) -> bool:
+        """Decode one whole line; False if reading must stop here (see `_stop_pending`)."""
+        self._line += 1
+        self._pending: tuple[str, ProblemKind] | None = None
+        if self.header is None and not self.problems:
+            return self._consume_header(line)
+        if self.header is None:
+            return False
+        if not line.strip():
+            return True
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            self._pending = (f"line {self._line} is not valid JSON ({exc})", ProblemKind.CORRUPT)
+            return False
+        try:
+            events = expand_record(obj)
+        except RecordError as exc:
+            self._pending = (f"line {self._line}: {exc}", exc.kind)
+            return False
+        for event in events:
+            self._check_seq(event)
+            if event.type == TURN_END:
+                self._check_turn_end(event)
+        batch.events.extend(events)
+        return True
+
+    def _consume_header(self, line: bytes) -> bool:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            obj = None
+        header, problems = parse_header(obj)
+        if obj is None:
+            problems = [
+                LogProblem(ProblemKind.BAD_HEADER, "the first line is not valid JSON", line=1)
+            ]
+        for problem in problems:
+            self._add(problem)
+        self.header = header
+        if header is None:
+            self._stuck = True
+        return header is not None
+
+    def _check_seq(self, event: SessionEvent) -> None:
+        expected = self.event_count
+        self.event_count += 1
+        prev = self.last_seq
+        self.last_seq = event.seq
+        if event.seq == expected and self.contiguous == expected:
+            self.contiguous += 1
+            return
+        if prev is not None and event.seq == prev + 1:
+            return  # still consecutive after an earlier break: one problem is enough
+        if prev is None and event.seq == expected:
+            return
+        self._seq_problems += 1
+        if self._seq_problems > MAX_SEQ_PROBLEMS:
+            return
+        after = -1 if prev is None else prev
+        if prev is None:
+            message = f"the first event has seq {event.seq}, not 0"
+        elif event.seq <= after:
+            message = f"seq {event.seq} follows seq {after}: a duplicate or a step back"
+        else:
+            missing = event.seq - after - 1
+            message = f"seq jumps from {after} to {event.seq} ({missing} missing)"
+        self._add(LogProblem(ProblemKind.SEQ_GAP, message, seq=event.seq, line=self._line))
+
+    def _check_turn_end(self, event: SessionEvent) -> None:
+        data = event.data
+        reason = data.get("reason") if isinstance(data, dict) else None
+        if not isinstance(reason, dict) or not isinstance(reason.get("kind"), str):
+            shown = orjson.dumps(data).decode("utf-8", "replace")
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            self._add(
+                LogProblem(
+                    ProblemKind.ODD_EVENT,
+                    f"turn/end at seq {event.seq} has no reason kind (data: {shown})",
+                    seq=event.seq,
+                    line=self._line,
+                )
+            )
+
+    def _stop_pending(self, rest: bytes) -> None:
+        """Act on the stop `_consume_line` asked for; `rest` is what follows the line."""
+        if self._pending is not None:
+            message, kind = self._pending
+            self._stop_at(message, rest, kind=kind)
+
+    def _stop_at(
+        self,
+        message: str,
+        rest: bytes,
+        kind: ProblemKind = ProblemKind.CORRUPT,
+        torn_possible: bool = True,
+    ) -> None:
+        """Stop reading at a bad record, classing it as corruption or a torn tail."""
+        self._stuck = True
+        self._stuck_message = (message, kind, torn_possible)
+        self._classify_stuck(rest)
+
+    def _classify_stuck(self, rest: bytes) -> None:
+        message, kind, torn_possible = self._stuck_message
+        seq = self.last_seq + 1 if self.last_seq is not None else 0
+        self.problems = [p for p in self.problems if p.kind is not ProblemKind.TORN_TAIL]
+        self.tail_problem = None
+        if torn_possible and _TURN_END_MARK not in rest:
+            # Nothing completed after it: an unfinished write, not corruption (format doc).
+            self.tail_problem = LogProblem(
+                ProblemKind.TORN_TAIL,
+                f"{message}; no completed turn follows it, so it is an unfinished write "
+                "and is ignored",
+                seq=seq,
+                line=self._line,
+            )
+            return
+        self.problems = [p for p in self.problems if p.kind is not kind or p.line != self._line]
+        self._add(
+            LogProblem(
+                kind, f"{message}; the log is unreadable past seq {seq - 1}", seq=seq, line=self._line
+            )
+        )
+
+    def _reclassify_stuck(self, fh: object) -> None:
+        if self.header is None or not hasattr(self, "_stuck_message"):
+            return
+        try:
+            with open(self.path, "rb") as again:
+                again.seek(self.offset)
+                rest = again.read()
+        except OSError:
+            return
+        self._classify_stuck(rest)
+
+    def _set_tail(self, message: str | None) -> None:
+        if message is None:
+            self.tail_problem = None
+            return
+        seq = self.last_seq + 1 if self.last_seq is not None else 0
+        self.tail_problem = LogProblem(ProblemKind.TORN_TAIL, message, seq=seq, line=self._line + 1)
+
+    def _add(self, problem: LogProblem) -> None:
+        self.problems.append(problem)
+
+
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    """A log read whole: header, valid events and everything unusual."""
+
+    path: Path
+    encoding: Encoding
+    header: SessionHeader | None
+    events: tuple[SessionEvent, ...]
+    problems: tuple[LogProblem, ...]
+    contiguous: int
+    size: int
+
+
+def read_log(path: Path) -> LogContents:
+    """Read a whole log; never raises for bad content or I/O errors."""
+    reader = LogReader(path)
+    batch = reader.read()
+    return LogContents(
+        path=path,
+        encoding=reader.encoding,
+        header=reader.header,
+        events=tuple(batch.events),
+        problems=tuple(reader.all_problems()),
+        contiguous=reader.contiguous,
+        size=reader.offset,
+    )

@@ -1,0 +1,483 @@
+"""A root on disk: discovery, listing, loading, and forking persisted sessions.
+
+A root is any directory (or one log file). Sessions are found in the dsh layout
+(`--<project>--/<encoded id>/session.jsonl[.zstd]`) and as any other `*.jsonl` /
+`*.jsonl.zstd` file whose first record is a session header.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from .layout import decode_session_id, is_project_dir, session_dir
+from .lineage import Lineage, build_lineage
+from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
+from .model import (
+    FORMAT_VERSION,
+    TURN_END,
+    LogProblem,
+    ProblemKind,
+    SessionEvent,
+    SessionHeader,
+)
+from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
+from .summary import SessionSummary, from_contents, summarize
+from .timeline import Timeline, build_timeline
+from .writer import (
+    TEMP_PREFIX,
+    FaultHook,
+    LogExistsError,
+    _no_fault,
+    append_events,
+    encode_new_log,
+    log_name,
+    write_new_file,
+)
+
+_SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+
+
+class RootError(Exception):
+    """The root itself cannot be used (missing, not a directory or log)."""
+
+
+class SessionLookupError(LookupError):
+    """A session reference that names no session, or more than one."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def is_log_name(name: str) -> bool:
+    """True for file names a log may have."""
+    return (name.endswith(RAW_SUFFIX) or name.endswith(ZSTD_SUFFIX)) and not name.startswith(
+        TEMP_PREFIX
+    )
+
+
+def _has_header(path: Path) -> bool:
+    """True if the file's first record is a session header (cheap: first line only)."""
+    try:
+        if encoding_of(path) is Encoding.ZSTD:
+            return summarize(path).header is not None
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+        obj = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "session"
+
+
+def _in_layout(path: Path) -> str | None:
+    """The session id a dsh-layout path implies, or None if not in the layout."""
+    if not path.name.startswith("session"):
+        return None
+    id_dir = path.parent
+    if is_project_dir(id_dir.parent.name):
+        return decode_session_id(id_dir.name)
+    return None
+
+
+def discover(
+    root: Path, on_error: Callable[[Path, OSError], None] | None = None
+) -> Iterator[tuple[Path, str | None]]:
+    """Yield `(log path, id implied by the layout or None)` for every log under root.
+
+    Follows directory symlinks once (a loop is skipped), never raises: a folder that
+    vanishes or cannot be listed is reported to `on_error` and passed over.
+    """
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if on_error is not None:
+                on_error(folder, exc)
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if entry.name not in _SKIP_DIRS:
+                        subdirs.append(Path(entry.path))
+                    continue
+                if not is_log_name(entry.name) or not entry.is_file():
+                    continue
+            except OSError:
+                continue
+            path = Path(entry.path)
+            layout_id = _in_layout(path)
+            if layout_id is not None or path.name.startswith("session") or _has_header(path):
+                yield path, layout_id
+        stack.extend(reversed(subdirs))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSession:
+    """One session read whole, with its timeline and every problem (seed check included).
+
+    Attributes:
+        summary: The listing entry, exact (from this full read).
+        events: All valid events in file order.
+        contiguous: Leading events with `seq == index`: the forkable prefix.
+        timeline: The turns.
+        problems: This log's problems plus cross-session ones.
+        parent_path: The resolved parent log, if any.
+        end_offsets: For raw logs, the file offset just past each `turn/end` line.
+    """
+
+    summary: SessionSummary
+    events: tuple[SessionEvent, ...]
+    contiguous: int
+    timeline: Timeline
+    problems: tuple[LogProblem, ...]
+    parent_path: Path | None = None
+    end_offsets: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def turn_ends(self) -> list[int]:
+        """Seqs of the `turn/end` events (ascending)."""
+        return list(self.timeline.turn_ends)
+
+
+@dataclass(frozen=True, slots=True)
+class ForkResult:
+    """A persisted fork: the child's summary, its parent and the boundary used."""
+
+    child: SessionSummary
+    parent_id: str
+    boundary: int | None
+    bytes_written: int
+
+
+class SessionRoot:
+    """The sessions under one directory (or one log file).
+
+    Args:
+        path: A directory, or a single log file (its folder becomes the write root).
+    """
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        try:
+            st = path.stat()
+        except FileNotFoundError as exc:
+            raise RootError(f"{path} does not exist") from exc
+        except OSError as exc:
+            raise RootError(f"{path} cannot be opened: {exc.strerror or exc}") from exc
+        if stat.S_ISDIR(st.st_mode):
+            self.path = path
+            self.single: Path | None = None
+        elif stat.S_ISREG(st.st_mode) and is_log_name(path.name):
+            self.path = path.parent
+            self.single = path
+        else:
+            raise RootError(f"{path} is neither a directory nor a .jsonl/.jsonl.zstd log")
+        self._summaries: dict[Path, SessionSummary] = {}
+        self._lineage: Lineage | None = None
+        self.scan_problems: list[tuple[Path, str]] = []
+
+    # -- listing ---------------------------------------------------------------------
+
+    def log_paths(self) -> list[tuple[Path, str | None]]:
+        """Every log this root shows."""
+        if self.single is not None:
+            return [(self.single, _in_layout(self.single))]
+        self.scan_problems = []
+        return list(
+            discover(self.path, lambda p, e: self.scan_problems.append((p, e.strerror or str(e))))
+        )
+
+    def scan(self) -> list[SessionSummary]:
+        """Discover and summarize every log (header + byte scan, no full parse)."""
+        summaries = [summarize(path, sid) for path, sid in self.log_paths()]
+        self._summaries = {s.path: s for s in summaries}
+        self._lineage = None
+        return summaries
+
+    def summaries(self) -> list[SessionSummary]:
+        """The last scan's summaries (scanning first if needed)."""
+        if not self._summaries:
+            self.scan()
+        return list(self._summaries.values())
+
+    def update(self, summary: SessionSummary) -> None:
+        """Replace or add one summary (after a watcher change)."""
+        self._summaries[summary.path] = summary
+        self._lineage = None
+
+    def remove(self, path: Path) -> None:
+        """Forget one log (it was deleted)."""
+        if self._summaries.pop(path, None) is not None:
+            self._lineage = None
+
+    def lineage(self) -> Lineage:
+        """The family forest of the current summaries."""
+        if self._lineage is None:
+            self._lineage = build_lineage(self.summaries())
+        return self._lineage
+
+    def problems_of(self, summary: SessionSummary) -> tuple[LogProblem, ...]:
+        """A summary's own problems plus its cross-session ones."""
+        return (*summary.problems, *self.lineage().problems.get(summary.path, ()))
+
+    @property
+    def encoding(self) -> Encoding:
+        """The encoding new logs get: zstd if the root holds zstd logs, else raw."""
+        if any(s.encoding is Encoding.ZSTD for s in self.summaries()):
+            return Encoding.ZSTD
+        return Encoding.RAW
+
+    # -- lookup ----------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> SessionSummary:
+        """Find a session by id, unique id prefix, or log path.
+
+        Raises:
+            SessionLookupError: SESSION_NOT_FOUND or AMBIGUOUS_SESSION.
+        """
+        summaries = self.summaries()
+        candidate = Path(ref)
+        for path in (candidate, self.path / ref):
+            try:
+                if path.is_file():
+                    resolved = path.resolve()
+                    for s in summaries:
+                        if s.path.resolve() == resolved:
+                            return s
+            except OSError:
+                pass
+        exact = [s for s in summaries if s.id == ref]
+        if len(exact) == 1:
+            return exact[0]
+        if len(exact) > 1:
+            raise SessionLookupError(
+                "AMBIGUOUS_SESSION",
+                f"{len(exact)} logs claim session id {ref}; name one by its path: "
+                + ", ".join(str(s.path) for s in exact),
+            )
+        prefixed = [s for s in summaries if s.id.startswith(ref)] if ref else []
+        if len(prefixed) == 1:
+            return prefixed[0]
+        if len(prefixed) > 1:
+            ids = sorted({s.id for s in prefixed})
+            raise SessionLookupError(
+                "AMBIGUOUS_SESSION",
+                f"{ref!r} matches {len(prefixed)} sessions: " + ", ".join(ids[:10]),
+            )
+        raise SessionLookupError("SESSION_NOT_FOUND", f"no session {ref!r} under {self.path}")
+
+    # -- loading ---------------------------------------------------------------------
+
+    def load(self, summary: SessionSummary, *, check_seed: bool = True) -> LoadedSession:
+        """Read one session whole; check its seed against its parent's prefix."""
+        reader = LogReader(summary.path)
+        offsets: dict[int, int] = {}
+        events = _read_with_offsets(reader, offsets)
+        problems = [*reader.all_problems()]
+        header = reader.header
+        contents = LogContents(
+            summary.path,
+            reader.encoding,
+            header,
+            tuple(events),
+            tuple(problems),
+            reader.contiguous,
+            reader.offset,
+        )
+        exact = from_contents(contents, summary.id, summary.mtime)
+        self.update(exact)
+        lineage = self.lineage()
+        problems.extend(lineage.problems.get(summary.path, ()))
+        parent_path = lineage.parent_of.get(summary.path)
+        seed_length = header.seed_length if header and header.seed_length else 0
+        if check_seed and header is not None and header.seed_length is not None and parent_path:
+            problems.extend(self._seed_problems(header, events, parent_path))
+        timeline = build_timeline(events, seed_length)
+        return LoadedSession(
+            exact,
+            tuple(events),
+            reader.contiguous,
+            timeline,
+            tuple(problems),
+            parent_path,
+            offsets,
+        )
+
+    def _seed_problems(
+        self, header: SessionHeader, events: Sequence[SessionEvent], parent_path: Path
+    ) -> list[LogProblem]:
+        seed = header.seed_length or 0
+        parent_reader = LogReader(parent_path)
+        parent_events = parent_reader.read().events
+        pid = header.parent_session
+        if seed > len(parent_events):
+            return [
+                LogProblem(
+                    ProblemKind.SEED_MISMATCH,
+                    f"seedLength {seed} exceeds the {len(parent_events)} events of parent {pid}",
+                )
+            ]
+        if seed > len(events):
+            return [
+                LogProblem(
+                    ProblemKind.SEED_MISMATCH,
+                    f"seedLength {seed} but the log holds only {len(events)} events",
+                )
+            ]
+        for i in range(seed):
+            if events[i].to_json_dict() != parent_events[i].to_json_dict():
+                return [
+                    LogProblem(
+                        ProblemKind.SEED_MISMATCH,
+                        f"seed event {i} ({events[i].type}) differs from parent {pid}'s "
+                        f"event {i} ({parent_events[i].type})",
+                        seq=i,
+                    )
+                ]
+        return []
+
+    # -- forking ---------------------------------------------------------------------
+
+    def fork(
+        self,
+        source: SessionSummary | str,
+        boundary: int | None = None,
+        child_id: str | None = None,
+        *,
+        fault: FaultHook = _no_fault,
+    ) -> ForkResult:
+        """Fork a persisted session and write the child atomically into this root.
+
+        Raises:
+            SessionForkError: the RFC's codes; WRITE_FAILED for I/O errors (nothing
+                is left under the child's final name).
+            SessionLookupError: the source reference names no session.
+        """
+        summaries = self.summaries()
+        if child_id is not None and any(s.id == child_id for s in summaries):
+            raise SessionForkError(
+                ForkErrorCode.SESSION_ALREADY_EXISTS, f"session {child_id} already exists"
+            )
+        if isinstance(source, str):
+            try:
+                source = self.resolve(source)
+            except SessionLookupError as exc:
+                if exc.code == "SESSION_NOT_FOUND":
+                    raise SessionForkError(ForkErrorCode.SESSION_NOT_FOUND, exc.message) from exc
+                raise
+        loaded = self.load(source, check_seed=False)
+        if loaded.summary.header is None:
+            raise SessionForkError(
+                ForkErrorCode.SESSION_NOT_FOUND,
+                f"{source.path} has no readable session header, so it cannot be forked",
+            )
+        header = loaded.summary.header
+        events = loaded.events
+        seed_length = check_boundary(
+            header.id,
+            len(events),
+            loaded.contiguous,
+            loaded.turn_ends,
+            boundary,
+            type_at=lambda i: events[i].type,
+        )
+        cid = child_id if child_id is not None else new_session_id()
+        child = SessionHeader(
+            id=cid,
+            created_at=int(time.time() * 1000),
+            version=FORMAT_VERSION,
+            cwd=header.cwd,
+            parent_session=header.id,
+            seed_length=seed_length,
+            delegation_depth=header.delegation_depth,
+        )
+        encoding = self.encoding
+        final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
+        seed = events[:seed_length]
+        if (
+            encoding is Encoding.RAW
+            and loaded.summary.encoding is Encoding.RAW
+            and seed_length
+            and (seed_length - 1) in loaded.end_offsets
+        ):
+            # A packed row never holds a turn/end, so the parent's bytes up to the
+            # boundary line are exactly the seed: copy them instead of re-encoding.
+            start, end = loaded.end_offsets[-1], loaded.end_offsets[seed_length - 1]
+            chunks = [child.to_json_line(), _copy_prefix(source.path, start, end)]
+        else:
+            chunks = [encode_new_log(child, seed, encoding)]
+        try:
+            written = write_new_file(final, chunks, fault=fault)
+        except LogExistsError as exc:
+            raise SessionForkError(
+                ForkErrorCode.SESSION_ALREADY_EXISTS, f"session {cid} already exists at {final}"
+            ) from exc
+        except OSError as exc:
+            raise SessionForkError(
+                ForkErrorCode.WRITE_FAILED,
+                f"could not write {final}: {exc.strerror or exc}; nothing was written",
+            ) from exc
+        summary = summarize(final, cid)
+        self.update(summary)
+        return ForkResult(summary, header.id, seed_length - 1 if seed_length else None, written)
+
+    def append(self, summary: SessionSummary, events: Sequence[SessionEvent]) -> None:
+        """Append events to a log in its own encoding (used by the demo writer)."""
+        append_events(summary.path, events, summary.encoding)
+
+
+def _read_with_offsets(reader: LogReader, offsets: dict[int, int]) -> list[SessionEvent]:
+    """Full read that also records, for raw logs, where each turn/end line ends.
+
+    Key -1 holds the end of the header line.
+    """
+    batch = reader.read()
+    events = batch.events
+    if reader.encoding is not Encoding.RAW or reader.header is None:
+        return events
+    want = {e.seq for e in events if e.type == TURN_END}
+    if not want:
+        return events
+    with open(reader.path, "rb") as fh:
+        data = fh.read(reader.offset)
+    offsets[-1] = data.find(b"\n") + 1
+    mark = b'\n{"type":"turn/end"'
+    pos = data.find(mark)
+    while pos >= 0:
+        end = data.find(b"\n", pos + 1) + 1
+        if end == 0:
+            break
+        try:
+            seq = orjson.loads(data[pos + 1 : end]).get("seq")
+        except orjson.JSONDecodeError:
+            break
+        if seq in want:
+            offsets[seq] = end
+        pos = data.find(mark, end - 1)
+    return events
+
+
+def _copy_prefix(path: Path, start: int, end: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        return fh.read(end - start)
+

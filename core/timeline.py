@@ -1,0 +1,269 @@
+"""Turn timelines: the rows a browser shows for one session.
+
+`build_timeline` only looks at the structural event types in `TIMELINE_TYPES`, so
+a caller that indexes a huge log may feed it just those events (in seq order) and
+get exactly the timeline a full read would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .model import TURN_END, TURN_START, SessionEvent
+
+#: The only event types the timeline reads.
+TIMELINE_TYPES: Final = frozenset(
+    {
+        TURN_START,
+        TURN_END,
+        "step/start",
+        "tool/call",
+        "user/message",
+        "assistant/message",
+        "agent/inbox/spliced",
+        "session/title",
+        "session/end-seed",
+    }
+)
+EXCERPT: Final = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a session, as a timeline row.
+
+    Attributes:
+        number: The turn number from `turn/start` (or `turn/end`).
+        first_seq: First seq that belongs to this turn, lead-in events included
+            (the user input spliced in before `turn/start`).
+        start_seq: Seq of the `turn/start`, None if the log lacks one.
+        end_seq: Seq of the `turn/end`, None while the turn is open.
+        reason: `completed`, `aborted`, `error`, `max-tokens`, `interrupted`, another
+            kind the log names, `unknown` for a `turn/end` without one, or `open`.
+        detail: The error message or abort reason, if the log gives one.
+        steps: How many model request rounds (`step/start`) the turn had.
+        tools: Tool names called, in order, repeats included.
+        user: The user's text that started the turn (first user message), or "".
+        assistant: The last assistant text of the turn, or "".
+        started: Epoch ms of the turn/start (or first event), None if unknown.
+        ended: Epoch ms of the turn/end, None while open.
+    """
+
+    number: int
+    first_seq: int
+    start_seq: int | None
+    end_seq: int | None
+    reason: str
+    detail: str | None = None
+    steps: int = 0
+    tools: tuple[str, ...] = ()
+    user: str = ""
+    assistant: str = ""
+    started: int | float | None = None
+    ended: int | float | None = None
+
+    @property
+    def forkable(self) -> bool:
+        """True when the turn ends with a `turn/end`: a valid fork boundary."""
+        return self.end_seq is not None
+
+    @property
+    def is_open(self) -> bool:
+        """True while no `turn/end` closed the turn."""
+        return self.end_seq is None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The CLI's JSON shape of a turn."""
+        return {
+            "turn": self.number,
+            "startSeq": self.start_seq,
+            "endSeq": self.end_seq,
+            "reason": self.reason,
+            "steps": self.steps,
+            "tools": list(self.tools),
+            "user": self.user,
+            "assistant": self.assistant,
+            "forkable": self.forkable,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The turns of one session, plus what a browser needs around them.
+
+    Attributes:
+        turns: Turns in order.
+        title: The latest `session/title`, else the first user text, else None.
+        seed_length: How many leading events the session inherited (0 if none).
+        end_seed_seq: Seq of a `session/end-seed` marker, if the log has one.
+    """
+
+    turns: tuple[Turn, ...]
+    title: str | None
+    seed_length: int = 0
+    end_seed_seq: int | None = None
+    turn_ends: tuple[int, ...] = field(default=())
+
+    def turn_at(self, seq: int) -> Turn | None:
+        """The turn a seq belongs to, if any."""
+        for turn in self.turns:
+            last = turn.end_seq if turn.end_seq is not None else float("inf")
+            if turn.first_seq <= seq <= last:
+                return turn
+        return None
+
+
+def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
+    """The text parts of a message (`{content:[{type:"text",text}…]}`), joined."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [
+        part.get("text", "")
+        for part in content
+        if isinstance(part, dict) and part.get("type") in kinds and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _is_user_input(message: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    source = message.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    return kind in (None, "user")
+
+
+def _reason(data: Any) -> tuple[str, str | None]:
+    if not isinstance(data, dict):
+        return "unknown", None
+    reason = data.get("reason")
+    if isinstance(reason, dict) and isinstance(reason.get("kind"), str):
+        kind = reason["kind"]
+        detail: str | None = None
+        error = reason.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            detail = error["message"]
+        inner = reason.get("reason")
+        if isinstance(inner, dict) and isinstance(inner.get("kind"), str):
+            detail = inner["kind"]
+        return kind, detail
+    if "error" in data:
+        # Real logs hold `turn/end` rows with only `{"error": "…"}`: an error ending.
+        error = data["error"]
+        return "error", error if isinstance(error, str) else str(error)
+    return "unknown", None
+
+
+class _TurnBuilder:
+    def __init__(self, number: int, first_seq: int) -> None:
+        self.number = number
+        self.first_seq = first_seq
+        self.start_seq: int | None = None
+        self.started: int | float | None = None
+        self.steps = 0
+        self.tools: list[str] = []
+        self.user = ""
+        self.inbox_user = ""
+        self.assistant = ""
+
+    def finish(
+        self, end: SessionEvent | None, reason: str, detail: str | None
+    ) -> Turn:
+        return Turn(
+            number=self.number,
+            first_seq=self.first_seq,
+            start_seq=self.start_seq,
+            end_seq=end.seq if end is not None else None,
+            reason=reason,
+            detail=detail,
+            steps=self.steps,
+            tools=tuple(self.tools),
+            user=(self.user or self.inbox_user)[:EXCERPT],
+            assistant=self.assistant[:EXCERPT],
+            started=self.started if self.started is not None else (end.time if end else None),
+            ended=end.time if end is not None else None,
+        )
+
+
+def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Timeline:
+    """Group events into turns. Tolerates odd logs: never raises on event shapes."""
+    turns: list[Turn] = []
+    title: str | None = None
+    first_user: str | None = None
+    end_seed: int | None = None
+    turn_ends: list[int] = []
+    current: _TurnBuilder | None = None
+    lead_in = 0  # first seq after the previous turn's end
+    for event in events:
+        etype = event.type
+        if etype not in TIMELINE_TYPES:
+            continue
+        data = event.data if isinstance(event.data, dict) else {}
+        if etype == TURN_START:
+            if current is not None and current.start_seq is not None:
+                # A turn/start without a turn/end before it: the earlier turn never closed.
+                turns.append(current.finish(None, "open", "no turn/end before the next turn"))
+                lead_in = event.seq
+                current = None
+            number = data.get("turn")
+            if current is None:
+                current = _TurnBuilder(_turn_number(number, len(turns) + 1), lead_in)
+            else:
+                current.number = _turn_number(number, current.number)
+            current.start_seq = event.seq
+            current.started = event.time
+            continue
+        if etype == "session/title":
+            if isinstance(data.get("title"), str):
+                title = data["title"]
+            continue
+        if etype == "session/end-seed":
+            end_seed = event.seq
+            continue
+        if current is None:
+            current = _TurnBuilder(_turn_number(data.get("turn"), len(turns) + 1), lead_in)
+        if etype == TURN_END:
+            reason, detail = _reason(data)
+            if current.start_seq is None and isinstance(data.get("turn"), int):
+                current.number = data["turn"]
+            turns.append(current.finish(event, reason, detail))
+            turn_ends.append(event.seq)
+            current = None
+            lead_in = event.seq + 1
+        elif etype == "step/start":
+            current.steps += 1
+        elif etype == "tool/call":
+            name = data.get("name")
+            current.tools.append(name if isinstance(name, str) else "?")
+        elif etype == "user/message":
+            if not current.user and _is_user_input(data):
+                current.user = message_text(data)
+                if first_user is None and current.user:
+                    first_user = current.user
+        elif etype == "assistant/message":
+            text = message_text(data.get("message"))
+            if text:
+                current.assistant = text
+        elif etype == "agent/inbox/spliced" and not current.inbox_user:
+            inserted = data.get("inserted")
+            if isinstance(inserted, list):
+                for message in inserted:
+                    if _is_user_input(message):
+                        current.inbox_user = message_text(message)
+                        break
+    if current is not None and (current.start_seq is not None or current.steps):
+        turns.append(current.finish(None, "open", None))
+    if title is None and first_user:
+        title = first_user.strip().splitlines()[0] if first_user.strip() else None
+    return Timeline(tuple(turns), title, seed_length, end_seed, tuple(turn_ends))
+
+
+def _turn_number(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

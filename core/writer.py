@@ -1,0 +1,162 @@
+"""Durable, atomic, no-overwrite creation of new logs (and appends), per the format doc.
+
+A new log is written whole to a temporary file in the target folder, fsynced,
+published with `os.link` (which fails instead of overwriting), the folder is
+fsynced, and the temporary name removed. A crash leaves either nothing under the
+final name or the complete file; leftover temporaries start with `TEMP_PREFIX`
+and discovery ignores them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+import zstandard
+
+from .codec import encode_records
+from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding
+from .model import SessionEvent, SessionHeader
+
+TEMP_PREFIX: Final = ".turnline-tmp-"
+#: Events per zstd frame when a new log is written (one frame = one append batch).
+ZSTD_BATCH: Final = 4096
+
+
+class LogExistsError(FileExistsError):
+    """The final name is taken: a same-id race was lost, nothing was overwritten."""
+
+
+#: Test seam: called with a step name ("write", "fsync", "link", "dirsync") before
+#: each durable step, so fault-injection tests can fail any one of them for real.
+FaultHook = Callable[[str], None]
+
+
+def _no_fault(step: str) -> None:
+    return None
+
+
+def log_name(encoding: Encoding) -> str:
+    """The file name of a session log in the given encoding."""
+    return "session" + (ZSTD_SUFFIX if encoding is Encoding.ZSTD else RAW_SUFFIX)
+
+
+def encode_new_log(
+    header: SessionHeader, events: Sequence[SessionEvent], encoding: Encoding
+) -> bytes:
+    """The bytes of a whole new log in the given encoding."""
+    if encoding is Encoding.RAW:
+        return header.to_json_line() + b"".join(encode_records(events))
+    cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    frames = [cctx.compress(header.to_json_line())]
+    for start in range(0, len(events), ZSTD_BATCH):
+        body = b"".join(encode_records(events[start : start + ZSTD_BATCH]))
+        frames.append(cctx.compress(body))
+    return b"".join(frames)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a new name in it is durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new_file(
+    final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _no_fault
+) -> int:
+    """Atomically create `final` with the given content; never overwrite.
+
+    Returns:
+        The number of bytes written.
+
+    Raises:
+        LogExistsError: `final` already exists (nothing was changed).
+        OSError: any I/O failure; no partial file is left under `final`.
+    """
+    folder = final.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        raise LogExistsError(f"{final} already exists")
+    tmp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+    written = 0
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            fault("write")
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                    written += n
+            fault("fsync")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fault("link")
+        try:
+            os.link(tmp, final)
+        except FileExistsError as exc:
+            raise LogExistsError(f"{final} already exists") from exc
+        fault("dirsync")
+        fsync_dir(folder)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return written
+
+
+def append_events(path: Path, events: Sequence[SessionEvent], encoding: Encoding) -> None:
+    """Append events durably as one batch (one line each, or one zstd frame)."""
+    body = b"".join(encode_records(events))
+    if encoding is Encoding.ZSTD:
+        body = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(body)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def cleanup_temporaries(folder: Path) -> list[Path]:
+    """Remove leftover temporaries of dead writers in a folder; return what was removed.
+
+    A temporary is only removed when the pid in its name is not a live process,
+    so a fork in progress in another process is never disturbed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(TEMP_PREFIX):
+            continue
+        pid_text = entry.name[len(TEMP_PREFIX) :].split("-", 1)[0]
+        if pid_text.isdigit() and _pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            removed.append(entry)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
