@@ -231,6 +231,8 @@ def _pack_row(run: Sequence[SessionEvent], key: tuple[Any, ...]) -> bytes:
     return orjson.dumps(row) + b"\n"
 
 
-def encode_log(header: SessionHeader, events: Iterable[SessionEvent], *, pack: bool = True) -> bytes:
+def encode_log(
+    header: SessionHeader, events: Iterable[SessionEvent], *, pack: bool = True
+) -> bytes:
     """A whole raw log: the header line then the records."""
     return header.to_json_line() + b"".join(encode_records(list(events), pack=pack))

@@ -152,8 +152,8 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
                 )
     by_path = {s.path: s for s in items}
     children: dict[Path, list[SessionSummary]] = {}
-    for child, parent in parent_of.items():
-        children.setdefault(parent, []).append(by_path[child])
+    for child_path, parent_path in parent_of.items():
+        children.setdefault(parent_path, []).append(by_path[child_path])
     built: dict[Path, LineageNode] = {}
     # Build bottom-up without recursion: lineage chains can be thousands deep.
     order: list[SessionSummary] = []

@@ -132,7 +132,9 @@ class LogReader:
                 fh.seek(self.offset)
                 chunk = fh.read()
         except OSError as exc:
-            problem = LogProblem(ProblemKind.UNREADABLE, f"cannot read {self.path.name}: {exc.strerror or exc}")
+            problem = LogProblem(
+                ProblemKind.UNREADABLE, f"cannot read {self.path.name}: {exc.strerror or exc}"
+            )
             if not any(p.kind is ProblemKind.UNREADABLE for p in self.problems):
                 self.problems.append(problem)
                 batch.problems.append(problem)
@@ -332,7 +334,10 @@ class LogReader:
         self.problems = [p for p in self.problems if p.kind is not kind or p.line != self._line]
         self._add(
             LogProblem(
-                kind, f"{message}; the log is unreadable past seq {seq - 1}", seq=seq, line=self._line
+                kind,
+                f"{message}; the log is unreadable past seq {seq - 1}",
+                seq=seq,
+                line=self._line,
             )
         )
 

@@ -53,7 +53,11 @@ class SessionEvent:
     def deep_copy(self) -> SessionEvent:
         """A copy that shares no mutable state with this event."""
         return SessionEvent(
-            self.type, self.seq, self.time, copy.deepcopy(self.data), copy.deepcopy(dict(self.extra))
+            self.type,
+            self.seq,
+            self.time,
+            copy.deepcopy(self.data),
+            copy.deepcopy(dict(self.extra)),
         )
 
     def with_seq(self, seq: int) -> SessionEvent:

@@ -480,4 +480,3 @@ def _copy_prefix(path: Path, start: int, end: int) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(start)
         return fh.read(end - start)
-

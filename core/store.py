@@ -183,7 +183,9 @@ def _deep(value: Any) -> Any:
 
 
 def _copy_event(event: SessionEvent) -> SessionEvent:
-    return SessionEvent(event.type, event.seq, event.time, _deep(event.data), _deep(dict(event.extra)))
+    return SessionEvent(
+        event.type, event.seq, event.time, _deep(event.data), _deep(dict(event.extra))
+    )
 
 
 _META_KEYS = {

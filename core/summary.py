@@ -158,9 +158,17 @@ def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
         st = os.stat(path)
         buf, problems, exact = _read_plain(path, encoding)
     except OSError as exc:
-        problem = LogProblem(ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}")
-        return SessionSummary(fallback_id, path, encoding, None, None, 0, None, 0, False, (problem,))
-    summary = _scan(path, encoding, buf, problems, fallback_id, st.st_size, st.st_mtime) if exact else None
+        problem = LogProblem(
+            ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}"
+        )
+        return SessionSummary(
+            fallback_id, path, encoding, None, None, 0, None, 0, False, (problem,)
+        )
+    summary = (
+        _scan(path, encoding, buf, problems, fallback_id, st.st_size, st.st_mtime)
+        if exact
+        else None
+    )
     if summary is None:
         summary = from_contents(read_log(path), fallback_id, st.st_mtime)
     return summary
@@ -205,14 +213,17 @@ def _scan(
     """The byte-scan summary, or None when the log's shape needs a full read."""
     if not buf.strip():
         empty = LogProblem(ProblemKind.EMPTY, "the log file is empty")
-        return SessionSummary(fallback_id, path, encoding, None, None, 0, None, 0, False, (empty,), size, mtime)
+        return SessionSummary(
+            fallback_id, path, encoding, None, None, 0, None, 0, False, (empty,), size, mtime
+        )
     end = buf.rfind(b"\n") + 1
     whole, tail = buf[:end], buf[end:]
     if tail and encoding is Encoding.RAW:
         problems = [
             LogProblem(
                 ProblemKind.TORN_TAIL,
-                f"the last line ({len(tail)} bytes) has no newline yet: an unfinished write, ignored",
+                f"the last line ({len(tail)} bytes) has no newline yet: "
+                "an unfinished write, ignored",
             )
         ]
     first_nl = whole.find(b"\n")

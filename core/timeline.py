@@ -127,7 +127,9 @@ def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
     parts = [
         part.get("text", "")
         for part in content
-        if isinstance(part, dict) and part.get("type") in kinds and isinstance(part.get("text"), str)
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
     ]
     return "\n".join(p for p in parts if p)
 
@@ -173,9 +175,7 @@ class _TurnBuilder:
         self.inbox_user = ""
         self.assistant = ""
 
-    def finish(
-        self, end: SessionEvent | None, reason: str, detail: str | None
-    ) -> Turn:
+    def finish(self, end: SessionEvent | None, reason: str, detail: str | None) -> Turn:
         return Turn(
             number=self.number,
             first_seq=self.first_seq,

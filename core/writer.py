@@ -67,9 +67,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_new_file(
-    final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _no_fault
-) -> int:
+def write_new_file(final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _no_fault) -> int:
     """Atomically create `final` with the given content; never overwrite.
 
     Returns:

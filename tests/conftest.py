@@ -12,7 +12,11 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(os.environ.get("TURNLINE_FIXTURES", REPO.parent / "shared" / "fixtures" / "dsh"))
 
 settings.register_profile(
-    "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    "ci",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci")
 
