@@ -17,19 +17,23 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/turnline demo
 
-lint: $(STAMP)
+# mypy and import-linter see the installed layout (turnline.core, .tui, .cli) through
+# a tree of symlinks, since the sources sit at the top level of the repository.
+LAYOUT := build/typecheck
+$(LAYOUT)/turnline:
+	mkdir -p $(LAYOUT)/turnline
+	ln -sfn ../../../core $(LAYOUT)/turnline/core
+	ln -sfn ../../../tui $(LAYOUT)/turnline/tui
+	ln -sfn ../../../cli $(LAYOUT)/turnline/cli
+
+lint: $(STAMP) $(LAYOUT)/turnline
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	cd $(LAYOUT) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml
 
-# mypy sees the installed layout (turnline.core, turnline.tui, turnline.cli) through
-# a tree of symlinks, since the sources sit at the top level of the repository.
-types: $(STAMP)
-	rm -rf build/typecheck && mkdir -p build/typecheck/turnline
-	ln -s ../../../core build/typecheck/turnline/core
-	ln -s ../../../tui build/typecheck/turnline/tui
-	ln -s ../../../cli build/typecheck/turnline/cli
-	cd build/typecheck && MYPYPATH=. ../../$(BIN)/mypy -p turnline.core -p turnline.tui -p turnline.cli
+types: $(STAMP) $(LAYOUT)/turnline
+	cd $(LAYOUT) && MYPYPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml \
+		-p turnline.core -p turnline.tui -p turnline.cli
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
