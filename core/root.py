@@ -157,6 +157,15 @@ class LoadedSession:
         """Seqs of the `turn/end` events (ascending)."""
         return list(self.timeline.turn_ends)
 
+    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+        """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
+
+        The UI reads a turn's events through this, never through `events` directly,
+        so a large log can serve them on demand.
+        """
+        hi = float("inf") if last_seq is None else last_seq
+        return [e for e in self.events if first_seq <= e.seq <= hi]
+
 
 @dataclass(frozen=True, slots=True)
 class ForkResult:

@@ -45,7 +45,8 @@ class SessionSummary:
         turns: How many turns were started (or ended without a start).
         open_turn: True if the last turn has no `turn/end` yet (an agent is mid-turn).
         problems: What is unusual about this log on its own.
-        size: Bytes of the file that were read.
+        size: Bytes of the file consumed: whole lines (raw) or whole frames (zstd).
+            A reader that resumes at this offset sees exactly the appended records.
         mtime: File modification time.
     """
 
@@ -118,12 +119,16 @@ class SessionSummary:
         }
 
 
-def _read_plain(path: Path, encoding: Encoding) -> tuple[bytes, list[LogProblem], bool]:
-    """Whole decoded bytes of the log; problems of the physical layer; exact?"""
+def _read_plain(path: Path, encoding: Encoding) -> tuple[bytes, list[LogProblem], bool, int]:
+    """Decoded bytes of the log; physical-layer problems; exact?; file bytes consumed.
+
+    For zstd, "consumed" ends after the last complete frame; for raw, the caller
+    trims a torn last line itself.
+    """
     with open(path, "rb") as fh:
         raw = fh.read()
     if encoding is Encoding.RAW:
-        return raw, [], True
+        return raw, [], True, len(raw)
     out: list[bytes] = []
     dctx = zstandard.ZstdDecompressor()
     pos = 0
@@ -132,17 +137,17 @@ def _read_plain(path: Path, encoding: Encoding) -> tuple[bytes, list[LogProblem]
         try:
             content = dobj.decompress(raw[pos:])
         except zstandard.ZstdError:
-            return b"".join(out), [], False  # corrupt frame: the full reader says where
+            return b"".join(out), [], False, pos  # corrupt frame: the full reader says where
         if not dobj.eof:
             problem = LogProblem(
                 ProblemKind.TORN_TAIL,
                 f"the last zstd frame ({len(raw) - pos} bytes) is incomplete: an unfinished "
                 "write, ignored",
             )
-            return b"".join(out), [problem], True
+            return b"".join(out), [problem], True, pos
         out.append(content)
         pos = len(raw) - len(dobj.unused_data)
-    return b"".join(out), [], True
+    return b"".join(out), [], True, pos
 
 
 def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
@@ -156,7 +161,7 @@ def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
     fallback_id = session_id if session_id is not None else str(path)
     try:
         st = os.stat(path)
-        buf, problems, exact = _read_plain(path, encoding)
+        buf, problems, exact, consumed = _read_plain(path, encoding)
     except OSError as exc:
         problem = LogProblem(
             ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}"
@@ -218,6 +223,8 @@ def _scan(
         )
     end = buf.rfind(b"\n") + 1
     whole, tail = buf[:end], buf[end:]
+    if encoding is Encoding.RAW:
+        size = len(whole)  # resume after the last whole line
     if tail and encoding is Encoding.RAW:
         problems = [
             LogProblem(

@@ -192,51 +192,69 @@ class _TurnBuilder:
         )
 
 
-def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Timeline:
-    """Group events into turns. Tolerates odd logs: never raises on event shapes."""
-    turns: list[Turn] = []
-    title: str | None = None
-    first_user: str | None = None
-    end_seed: int | None = None
-    turn_ends: list[int] = []
-    current: _TurnBuilder | None = None
-    lead_in = 0  # first seq after the previous turn's end
-    for event in events:
+class TimelineBuilder:
+    """Builds a timeline incrementally: `feed` appended events, take `snapshot`s.
+
+    Feeding a log in pieces gives exactly the timeline of feeding it whole, so a
+    live view extends its timeline with only the appended events.
+    """
+
+    def __init__(self, seed_length: int = 0) -> None:
+        self.seed_length = seed_length
+        self._turns: list[Turn] = []
+        self._title: str | None = None
+        self._first_user: str | None = None
+        self._end_seed: int | None = None
+        self._turn_ends: list[int] = []
+        self._current: _TurnBuilder | None = None
+        self._lead_in = 0  # first seq after the previous turn's end
+
+    def feed(self, events: Iterable[SessionEvent]) -> TimelineBuilder:
+        """Consume events in seq order; never raises on odd event shapes."""
+        for event in events:
+            if event.type in TIMELINE_TYPES:
+                self._feed_one(event)
+        return self
+
+    def _feed_one(self, event: SessionEvent) -> None:
         etype = event.type
-        if etype not in TIMELINE_TYPES:
-            continue
         data = event.data if isinstance(event.data, dict) else {}
+        current = self._current
         if etype == TURN_START:
             if current is not None and current.start_seq is not None:
                 # A turn/start without a turn/end before it: the earlier turn never closed.
-                turns.append(current.finish(None, "open", "no turn/end before the next turn"))
-                lead_in = event.seq
+                self._turns.append(current.finish(None, "open", "no turn/end before the next turn"))
+                self._lead_in = event.seq
                 current = None
             number = data.get("turn")
             if current is None:
-                current = _TurnBuilder(_turn_number(number, len(turns) + 1), lead_in)
+                current = _TurnBuilder(_turn_number(number, len(self._turns) + 1), self._lead_in)
             else:
                 current.number = _turn_number(number, current.number)
             current.start_seq = event.seq
             current.started = event.time
-            continue
+            self._current = current
+            return
         if etype == "session/title":
             if isinstance(data.get("title"), str):
-                title = data["title"]
-            continue
+                self._title = data["title"]
+            return
         if etype == "session/end-seed":
-            end_seed = event.seq
-            continue
+            self._end_seed = event.seq
+            return
         if current is None:
-            current = _TurnBuilder(_turn_number(data.get("turn"), len(turns) + 1), lead_in)
+            current = _TurnBuilder(
+                _turn_number(data.get("turn"), len(self._turns) + 1), self._lead_in
+            )
+            self._current = current
         if etype == TURN_END:
             reason, detail = _reason(data)
             if current.start_seq is None and isinstance(data.get("turn"), int):
                 current.number = data["turn"]
-            turns.append(current.finish(event, reason, detail))
-            turn_ends.append(event.seq)
-            current = None
-            lead_in = event.seq + 1
+            self._turns.append(current.finish(event, reason, detail))
+            self._turn_ends.append(event.seq)
+            self._current = None
+            self._lead_in = event.seq + 1
         elif etype == "step/start":
             current.steps += 1
         elif etype == "tool/call":
@@ -245,8 +263,8 @@ def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Time
         elif etype == "user/message":
             if not current.user and _is_user_input(data):
                 current.user = message_text(data)
-                if first_user is None and current.user:
-                    first_user = current.user
+                if self._first_user is None and current.user:
+                    self._first_user = current.user
         elif etype == "assistant/message":
             text = message_text(data.get("message"))
             if text:
@@ -258,11 +276,25 @@ def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Time
                     if _is_user_input(message):
                         current.inbox_user = message_text(message)
                         break
-    if current is not None and (current.start_seq is not None or current.steps):
-        turns.append(current.finish(None, "open", None))
-    if title is None and first_user:
-        title = first_user.strip().splitlines()[0] if first_user.strip() else None
-    return Timeline(tuple(turns), title, seed_length, end_seed, tuple(turn_ends))
+
+    def snapshot(self) -> Timeline:
+        """The timeline so far (an open last turn included)."""
+        turns = list(self._turns)
+        current = self._current
+        if current is not None and (current.start_seq is not None or current.steps):
+            turns.append(current.finish(None, "open", None))
+        title = self._title
+        if title is None and self._first_user:
+            stripped = self._first_user.strip()
+            title = stripped.splitlines()[0] if stripped else None
+        return Timeline(
+            tuple(turns), title, self.seed_length, self._end_seed, tuple(self._turn_ends)
+        )
+
+
+def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Timeline:
+    """Group events into turns. Tolerates odd logs: never raises on event shapes."""
+    return TimelineBuilder(seed_length).feed(events).snapshot()
 
 
 def _turn_number(value: Any, default: int) -> int:
