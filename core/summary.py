@@ -170,9 +170,7 @@ def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
             fallback_id, path, encoding, None, None, 0, None, 0, False, (problem,)
         )
     summary = (
-        _scan(path, encoding, buf, problems, fallback_id, consumed, st.st_mtime)
-        if exact
-        else None
+        _scan(path, encoding, buf, problems, fallback_id, consumed, st.st_mtime) if exact else None
     )
     if summary is None:
         summary = from_contents(read_log(path), fallback_id, st.st_mtime)
