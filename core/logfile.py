@@ -87,6 +87,42 @@ class LogReader:
         self._identity: tuple[int, int] | None = None
         self._dctx = zstandard.ZstdDecompressor()
 
+    @classmethod
+    def resume(
+        cls,
+        path: Path,
+        header: SessionHeader | None,
+        offset: int,
+        event_count: int,
+        last_seq: int | None,
+        contiguous: bool,
+    ) -> LogReader:
+        """A reader positioned after what a summary already read (for tailing).
+
+        Args:
+            path: The log.
+            header: The header the summary parsed (None: start from scratch).
+            offset: Bytes already consumed (`SessionSummary.size`).
+            event_count: Events already decoded.
+            last_seq: Seq of the last event decoded.
+            contiguous: Whether those events were contiguous.
+        """
+        reader = cls(path)
+        if header is None:
+            return reader
+        reader.header = header
+        reader.offset = offset
+        reader.event_count = event_count
+        reader.last_seq = last_seq
+        reader.contiguous = event_count if contiguous else 0
+        reader._seq_problems = 0 if contiguous else 1
+        try:
+            st = os.stat(path)
+            reader._identity = (st.st_dev, st.st_ino)
+        except OSError:
+            pass
+        return reader
+
     @property
     def unreadable(self) -> bool:
         """True if reading stopped at corruption (or the file cannot be read)."""
