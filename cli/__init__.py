@@ -1,8 +1,7 @@
-"""The turnline command line."""
+"""The turnline command line: `ls`, `show`, `fork`, `tree`, and `open`/`demo` for the app."""
 
 from __future__ import annotations
 
+from .main import main
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `turnline` console script."""
-    return 0
+__all__ = ["main"]

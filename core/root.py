@@ -46,7 +46,16 @@ _SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 class RootError(Exception):
-    """The root itself cannot be used (missing, not a directory or log)."""
+    """The root itself cannot be used (missing, not a directory or log).
+
+    Attributes:
+        code: `ROOT_NOT_FOUND` when the path does not exist, else `ROOT_INVALID`.
+    """
+
+    def __init__(self, message: str, code: str = "ROOT_INVALID") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class SessionLookupError(LookupError):
@@ -157,6 +166,26 @@ class LoadedSession:
         """Seqs of the `turn/end` events (ascending)."""
         return list(self.timeline.turn_ends)
 
+    def boundary_error(self, boundary: object) -> SessionForkError | None:
+        """Why forking this session at `boundary` would be refused, or None if it would not.
+
+        The same rule `SessionRoot.fork` applies (`check_boundary`), so a view can mark
+        forkable rows without re-implementing it (a `turn/end` past a seq gap is not).
+        """
+        header = self.summary.header
+        try:
+            check_boundary(
+                header.id if header is not None else self.summary.id,
+                len(self.events),
+                self.contiguous,
+                self.timeline.turn_ends,
+                boundary,
+                type_at=lambda i: self.events[i].type,
+            )
+        except SessionForkError as exc:
+            return exc
+        return None
+
     def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
 
@@ -189,7 +218,7 @@ class SessionRoot:
         try:
             st = path.stat()
         except FileNotFoundError as exc:
-            raise RootError(f"{path} does not exist") from exc
+            raise RootError(f"{path} does not exist", "ROOT_NOT_FOUND") from exc
         except OSError as exc:
             raise RootError(f"{path} cannot be opened: {exc.strerror or exc}") from exc
         if stat.S_ISDIR(st.st_mode):
@@ -288,6 +317,12 @@ class SessionRoot:
             return prefixed[0]
         if len(prefixed) > 1:
             ids = sorted({s.id for s in prefixed})
+            if len(ids) == 1:
+                raise SessionLookupError(
+                    "AMBIGUOUS_SESSION",
+                    f"{len(prefixed)} logs claim session id {ids[0]}; name one by its path: "
+                    + ", ".join(str(s.path) for s in prefixed),
+                )
             raise SessionLookupError(
                 "AMBIGUOUS_SESSION",
                 f"{ref!r} matches {len(prefixed)} sessions: " + ", ".join(ids[:10]),

@@ -1,0 +1,386 @@
+"""`turnline`: the command line (argparse), headless except for `open` and `demo`.
+
+`ls`, `show`, `fork` and `tree` only import the core, so they start fast and work
+without a terminal UI; `open` (the default) and `demo` import the TUI lazily.
+Bad input never ends in a traceback: refused operations become one line on stderr
+(or `{"error": {"code", "message"}}` on stdout with `--json`) and exit status 1;
+usage errors exit 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from turnline.core.logfile import encoding_of
+from turnline.core.root import RootError, SessionLookupError, SessionRoot
+from turnline.core.store import SessionForkError
+from turnline.core.textsafe import one_line
+
+from . import render
+
+COMMANDS: Final = ("ls", "show", "fork", "tree", "open", "demo")
+VERSION_FALLBACK: Final = "0.1.0"
+
+
+class CliError(Exception):
+    """A refused command: a stable `code` and a one-line message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+def _write(stream: Any, text: str) -> None:
+    """Write text that survives any terminal encoding (unencodable characters escaped)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    _write(sys.stdout, "".join(line + "\n" for line in lines))
+
+
+def _print_json(value: Any) -> None:
+    # Lone surrogates (ids decoded from folder names, undecodable file names) cannot be
+    # UTF-8 encoded; `backslashreplace` writes them as `\udXXX`, which inside a JSON
+    # string literal is exactly their JSON escape, so the output stays valid JSON.
+    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        sys.stdout.flush()
+        buffer.write(text.encode("utf-8", "backslashreplace"))
+        buffer.flush()
+    else:
+        _write(sys.stdout, text)
+
+
+def _width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+# -- roots -----------------------------------------------------------------------------
+
+
+def default_root() -> Path:
+    """`$DSH_HOME/sessions` if it exists, else `~/.dsh/sessions` if that exists.
+
+    Raises:
+        CliError: ROOT_NOT_FOUND naming both places and pointing to `turnline demo`.
+    """
+    candidates: list[Path] = []
+    dsh_home = os.environ.get("DSH_HOME")
+    if dsh_home:
+        candidates.append(Path(dsh_home) / "sessions")
+    candidates.append(Path.home() / ".dsh" / "sessions")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    tried = " nor ".join(str(c) for c in candidates)
+    raise CliError(
+        "ROOT_NOT_FOUND",
+        f"no session root given and neither {tried} exists; pass ROOT, or run "
+        "`turnline demo` to browse a generated demo root",
+    )
+
+
+def _open_root(path: str | None) -> SessionRoot:
+    return SessionRoot(Path(path) if path is not None else default_root())
+
+
+def _root_and_session(first: str, second: str | None) -> tuple[SessionRoot, str]:
+    """Split `[ROOT] SESSION`: two positionals are ROOT SESSION; one is SESSION, unless it
+    is an existing log file, which is then opened as its own root."""
+    if second is not None:
+        return _open_root(first), second
+    candidate = Path(first)
+    if encoding_of(candidate) is not None and candidate.is_file():
+        return SessionRoot(candidate), first
+    return _open_root(None), first
+
+
+def _problems_of(root: SessionRoot, summary: Any) -> tuple[Any, ...]:
+    return tuple(root.lineage().problems.get(summary.path, ()))
+
+
+# -- commands --------------------------------------------------------------------------
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """`turnline ls [ROOT] [--json]`."""
+    root = _open_root(args.root)
+    summaries = root.scan()
+    lineage = root.lineage()
+    if args.json:
+        _print_json(
+            [
+                s.to_json_dict(extra_problems=tuple(lineage.problems.get(s.path, ())))
+                for s in summaries
+            ]
+        )
+        return 0
+    for folder, why in root.scan_problems:
+        _write(sys.stderr, f"turnline: cannot list {one_line(str(folder))}: {one_line(why)}\n")
+    if not summaries:
+        _print_lines([f"no sessions under {one_line(str(root.path))}"])
+        return 0
+    entries = [(s, root.problems_of(s)) for s in summaries]
+    _print_lines(render.ls_lines(entries, _width()))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`turnline show [ROOT] SESSION [--json]`."""
+    root, ref = _root_and_session(args.first, args.second)
+    loaded = root.load(root.resolve(ref))
+    if args.json:
+        session = loaded.summary.to_json_dict()
+        # The full problem list: the log's own, cross-session ones and the seed check.
+        session["problems"] = [p.to_json_dict() for p in loaded.problems]
+        _print_json(
+            {
+                "session": session,
+                "turns": [t.to_json_dict() for t in loaded.timeline.turns],
+                "seedLength": loaded.timeline.seed_length,
+            }
+        )
+        return 0
+    _print_lines(render.show_lines(loaded, _width()))
+    return 0
+
+
+def _boundary(text: str | None) -> object:
+    """`--at` as given: an int when it is one, else the value the fork rule refuses.
+
+    Parsing is left to the fork rule on purpose, so `--at 1.5` and `--at -1` get the
+    same INVALID_BOUNDARY error (and message) as any other caller of the core.
+    """
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    """`turnline fork [ROOT] SESSION [--at SEQ] [--id CHILD] [--json]`."""
+    root, ref = _root_and_session(args.first, args.second)
+    boundary: Any = _boundary(args.at)
+    result = root.fork(ref, boundary, args.id)
+    child = result.child
+    if args.json:
+        _print_json(
+            {
+                "child": child.to_json_dict(extra_problems=_problems_of(root, child)),
+                "parent": result.parent_id,
+                "boundary": result.boundary,
+            }
+        )
+        return 0
+    at = "an empty seed" if result.boundary is None else f"seq {result.boundary}"
+    _print_lines(
+        [
+            f"forked {one_line(result.parent_id)} at {at} → {one_line(child.id)}",
+            f"  {one_line(str(child.path))}",
+        ]
+    )
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    """`turnline tree [ROOT]`."""
+    root = _open_root(args.root)
+    root.scan()
+    lines = render.tree_lines(root.lineage(), root.path)
+    _print_lines(lines or [f"no sessions under {one_line(str(root.path))}"])
+    return 0
+
+
+def _lazy(module: str, name: str, what: str) -> Callable[..., Any]:
+    """Import `module.name` only when a command needs it (keeps textual out of `ls`)."""
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise CliError(
+            "UNAVAILABLE", f"{what} is not available in this installation ({exc})"
+        ) from exc
+    if not callable(found):
+        raise CliError("UNAVAILABLE", f"{what} is not available in this installation")
+    return found  # type: ignore[no-any-return]
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    """`turnline [open] [ROOT|FILE] [--poll]`: the terminal UI."""
+    path = Path(args.root) if args.root is not None else default_root()
+    SessionRoot(path)  # a missing or odd path is refused here, before textual loads
+    run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
+    status = run_app(path, poll=args.poll)
+    return status if isinstance(status, int) else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """`turnline demo [--dir DIR] [--poll]`: the UI on a generated root that keeps growing."""
+    build_demo_root = _lazy("turnline.core.demo", "build_demo_root", "the demo generator")
+    live_writer = _lazy("turnline.core.demo", "LiveWriter", "the demo writer")
+    run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
+    dest = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="turnline-demo-"))
+    demo = build_demo_root(dest)
+    _write(sys.stderr, f"turnline: demo root at {demo.path}\n")
+    writer = live_writer(demo.live_path)
+    writer.start()
+    try:
+        status = run_app(demo.path, poll=args.poll)
+    finally:
+        writer.stop()
+    return status if isinstance(status, int) else 0
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - stdlib since 3.8
+        return VERSION_FALLBACK
+    try:
+        return version("turnline")
+    except PackageNotFoundError:
+        return VERSION_FALLBACK
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors that keep argparse's exit status 2 but stay one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the docs and the tests)."""
+    parser = _Parser(
+        prog="turnline",
+        description="Browse and fork dsh session logs. With no command, open the app.",
+        epilog="ROOT defaults to $DSH_HOME/sessions, else ~/.dsh/sessions.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    ls = sub.add_parser("ls", help="one line (or JSON entry) per session")
+    ls.add_argument("root", nargs="?", metavar="ROOT", help="a folder of logs, or one log")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(run=cmd_ls)
+
+    show = sub.add_parser(
+        "show",
+        help="a session's turns",
+        usage="turnline show [-h] [--json] [ROOT] SESSION",
+        description="SESSION is an id, a unique id prefix, or a log path.",
+    )
+    show.add_argument("first", metavar="ROOT|SESSION")
+    show.add_argument("second", nargs="?", metavar="SESSION")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(run=cmd_show)
+
+    fork = sub.add_parser(
+        "fork",
+        help="fork a session at a turn/end and write the child under ROOT",
+        usage="turnline fork [-h] [--at SEQ] [--id CHILD] [--json] [ROOT] SESSION",
+        description="SESSION is an id, a unique id prefix, or a log path.",
+    )
+    fork.add_argument("first", metavar="ROOT|SESSION")
+    fork.add_argument("second", nargs="?", metavar="SESSION")
+    fork.add_argument(
+        "--at", metavar="SEQ", help="the turn/end seq to copy through (default: last)"
+    )
+    fork.add_argument("--id", metavar="CHILD", help="the child's id (default: a new UUID4)")
+    fork.add_argument("--json", action="store_true", help="print JSON")
+    fork.set_defaults(run=cmd_fork)
+
+    tree = sub.add_parser("tree", help="the lineage forest")
+    tree.add_argument("root", nargs="?", metavar="ROOT")
+    tree.set_defaults(run=cmd_tree)
+
+    open_ = sub.add_parser("open", help="open the app (the default command)")
+    open_.add_argument("root", nargs="?", metavar="ROOT|FILE")
+    open_.add_argument("--poll", action="store_true", help="poll for changes (no inotify)")
+    open_.set_defaults(run=cmd_open)
+
+    demo = sub.add_parser("demo", help="open the app on a generated, live demo root")
+    demo.add_argument("--dir", metavar="DIR", help="build the demo here (default: a temp dir)")
+    demo.add_argument("--poll", action="store_true", help="poll for changes (no inotify)")
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def _with_command(argv: list[str]) -> list[str]:
+    """Insert the default `open` command unless argv names one (or asks for help)."""
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    return ["open", *argv]
+
+
+def _fail(code: str, message: str, as_json: bool) -> int:
+    if as_json:
+        _print_json({"error": {"code": code, "message": message}})
+    else:
+        _write(sys.stderr, f"turnline: {one_line(message)}\n")
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `turnline` console script; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(_with_command(args_list))
+    if args.version:
+        _write(sys.stdout, f"turnline {_version()}\n")
+        return 0
+    if args.command is None:
+        build_parser().print_help(sys.stderr)
+        return 2
+    as_json = bool(getattr(args, "json", False))
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except SessionForkError as exc:
+        return _fail(str(exc.code), exc.message, as_json)
+    except SessionLookupError as exc:
+        return _fail(exc.code, exc.message, as_json)
+    except RootError as exc:
+        return _fail(exc.code, exc.message, as_json)
+    except CliError as exc:
+        return _fail(exc.code, exc.message, as_json)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _fail("IO_ERROR", f"{exc.strerror or exc}{where}", as_json)
+
+
+def _silence_stdout() -> None:
+    """After the reader of our stdout went away (`| head`), point stdout at /dev/null so
+    the interpreter's final flush does not print a second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,0 +1,262 @@
+"""Text output of the CLI: aligned, human-friendly, and safe.
+
+Every string that comes from a log (ids, titles, user text, tool names, problem
+messages that quote a log) passes through `turnline.core.textsafe` here, so a log
+can never drive the terminal. These functions only build lines; `main` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+from turnline.core.lineage import Lineage, LineageNode
+from turnline.core.model import LogProblem
+from turnline.core.root import LoadedSession
+from turnline.core.summary import SessionSummary
+from turnline.core.textsafe import one_line
+from turnline.core.timeline import Turn
+
+#: Width an id is cut to in tables (a UUID keeps its first two groups).
+SHORT_ID: Final = 14
+#: Marks a row that is a valid fork boundary (it ends with a `turn/end`).
+FORKABLE_MARK: Final = "◆"
+
+
+def short_id(session_id: str) -> str:
+    """An id cut to `SHORT_ID` characters, made safe; still a usable prefix when cut."""
+    return one_line(session_id, SHORT_ID)
+
+
+def _table(rows: Sequence[Sequence[str]], right: Iterable[int] = ()) -> list[str]:
+    """Align columns; the last column is left ragged so long titles need no padding."""
+    if not rows:
+        return []
+    right_cols = set(right)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            if i == len(row) - 1:
+                cells.append(cell)
+            elif i in right_cols:
+                cells.append(cell.rjust(widths[i]))
+            else:
+                cells.append(cell.ljust(widths[i]))
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def session_flags(summary: SessionSummary, problems: Sequence[LogProblem]) -> str:
+    """The flags column of `ls`: broken, open-turn, subagent/fork, zstd, problems."""
+    flags: list[str] = []
+    if summary.header is None:
+        flags.append("unreadable")
+    if summary.open_turn:
+        flags.append("open-turn")
+    if summary.origin == "subagent":
+        flags.append("subagent")
+    elif summary.parent_session is not None:
+        flags.append("fork")
+    if problems:
+        flags.append(_plural(len(problems), "problem"))
+    return ",".join(flags) or "-"
+
+
+def ls_lines(
+    entries: Sequence[tuple[SessionSummary, Sequence[LogProblem]]], width: int
+) -> list[str]:
+    """The `ls` table: one row per session, titles cut to fit `width` columns."""
+    rows: list[list[str]] = [["ID", "TURNS", "EVENTS", "FLAGS", "TITLE"]]
+    for summary, problems in entries:
+        rows.append(
+            [
+                short_id(summary.id),
+                str(summary.turns),
+                str(summary.events),
+                session_flags(summary, problems),
+                "",
+            ]
+        )
+    fixed = [max(len(r[i]) for r in rows) for i in range(4)]
+    title_width = max(width - sum(fixed) - 2 * 4, 20)
+    for row, (summary, _) in zip(rows[1:], entries, strict=True):
+        row[4] = one_line(summary.title or "", title_width) or "(untitled)"
+    return _table(rows, right=(1, 2))
+
+
+def _tools(tools: Sequence[str]) -> str:
+    """Tool names in first-call order, repeats counted: `bash×2, read`."""
+    counts: dict[str, int] = {}
+    for name in tools:
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(one_line(name, 24) + (f"×{n}" if n > 1 else "") for name, n in counts.items())
+
+
+def _seqs(turn: Turn) -> str:
+    end = "…" if turn.end_seq is None else str(turn.end_seq)
+    return f"{turn.first_seq}–{end}"
+
+
+def _reason(turn: Turn) -> str:
+    if turn.detail:
+        return f"{turn.reason} ({one_line(turn.detail, 24)})"
+    return turn.reason
+
+
+def problem_line(problem: LogProblem) -> str:
+    """One problem as `! kind at seq N: message`, made safe."""
+    where = f" at seq {problem.seq}" if problem.seq is not None else ""
+    return f"! {problem.kind}{where}: {one_line(problem.message, 300)}"
+
+
+def is_forkable(loaded: LoadedSession, turn: Turn) -> bool:
+    """True when `turnline fork --at <the turn's end seq>` would be accepted."""
+    return turn.forkable and loaded.boundary_error(turn.end_seq) is None
+
+
+def show_lines(loaded: LoadedSession, width: int) -> list[str]:
+    """The `show` view: a header block, the problems, then one row per turn.
+
+    A `◆` marks rows that end with a `turn/end` (fork there with `--at <end seq>`);
+    a divider follows the last row of the inherited seed.
+    """
+    summary = loaded.summary
+    header = summary.header
+    lines = [f"session {one_line(summary.id)}"]
+    if summary.title:
+        lines.append(f"title   {one_line(summary.title, max(width - 8, 20))}")
+    lines.append(f"path    {one_line(str(summary.path))}")
+    facts = [
+        _plural(summary.events, "event"),
+        _plural(len(loaded.timeline.turns), "turn"),
+        str(summary.encoding),
+    ]
+    if header is not None and header.cwd is not None:
+        facts.append(f"cwd {one_line(header.cwd, 60)}")
+    lines.append("        " + " · ".join(facts))
+    seed = loaded.timeline.seed_length
+    parent = summary.parent_session
+    if parent is not None:
+        how = f"seed {summary.seed_length}" if summary.seed_length is not None else "no seed"
+        origin = f", {one_line(summary.origin)}" if summary.origin else ""
+        found = "" if loaded.parent_path is not None else ", not under this root"
+        lines.append(f"parent  {one_line(parent)} ({how}{origin}{found})")
+    for problem in loaded.problems:
+        lines.append(problem_line(problem))
+    turns = loaded.timeline.turns
+    if not turns:
+        lines.append("(no turns)")
+        return lines
+    rows: list[list[str]] = [["", "TURN", "SEQS", "REASON", "STEPS", "TOOLS", "USER"]]
+    divider_after: int | None = None
+    for index, turn in enumerate(turns):
+        if seed and turn.first_seq < seed:
+            divider_after = index
+        rows.append(
+            [
+                FORKABLE_MARK if is_forkable(loaded, turn) else " ",
+                str(turn.number),
+                _seqs(turn),
+                _reason(turn),
+                str(turn.steps),
+                _tools(turn.tools) or "-",
+                "",
+            ]
+        )
+    fixed = [max(len(r[i]) for r in rows) for i in range(6)]
+    user_width = max(width - sum(fixed) - 2 * 6, 20)
+    for row, turn in zip(rows[1:], turns, strict=True):
+        row[6] = one_line(turn.user, user_width)
+    table = _table(rows, right=(1, 4))
+    lines.append(table[0])
+    for index, line in enumerate(table[1:]):
+        lines.append(line)
+        if index == divider_after and parent is not None:
+            lines.append(f"── forked from {one_line(parent)} at seq {seed - 1} ──")
+    lines.append(f"{FORKABLE_MARK} forkable: turnline fork … --at <last seq of the row>")
+    return lines
+
+
+def _edge_label(node: LineageNode) -> str:
+    parts = []
+    if node.seed_length is not None:
+        parts.append(f"seed {node.seed_length}")
+    if node.origin is not None:
+        parts.append(one_line(node.origin, 16))
+    return " · ".join(parts) or "fresh"
+
+
+def _node_text(node: LineageNode, root: Path, duplicated: set[str]) -> str:
+    summary = node.summary
+    text = f"{short_id(summary.id)}  {one_line(summary.title or '(untitled)', 60)}"
+    text += f"  ({_plural(summary.events, 'event')})"
+    if summary.id in duplicated:
+        # The id alone does not say which log this is: name the file.
+        try:
+            where = summary.path.relative_to(root)
+        except ValueError:
+            where = summary.path
+        text += f"  [{one_line(str(where))}]"
+    return text
+
+
+def tree_lines(lineage: Lineage, root: Path) -> list[str]:
+    """The lineage forest drawn with box characters; edges say `seed N` or `subagent`.
+
+    Iterative on purpose: lineage chains can be deeper than Python's recursion limit.
+    """
+    ids: dict[str, int] = {}
+    stack: list[LineageNode] = [*lineage.roots]
+    for group in lineage.missing:
+        stack.extend(group.children)
+    while stack:
+        node = stack.pop()
+        ids[node.summary.id] = ids.get(node.summary.id, 0) + 1
+        stack.extend(node.children)
+    duplicated = {sid for sid, n in ids.items() if n > 1}
+    lines: list[str] = []
+
+    def draw(tops: Sequence[LineageNode], prefix: str, first_edge: bool) -> None:
+        # (node, prefix for its own line, prefix for its children, draw an edge label?)
+        work: list[tuple[LineageNode, str, str, bool]] = []
+        for i, node in reversed(list(enumerate(tops))):
+            last = i == len(tops) - 1
+            if first_edge:
+                work.append(
+                    (
+                        node,
+                        prefix + ("└── " if last else "├── "),
+                        prefix + ("    " if last else "│   "),
+                        True,
+                    )
+                )
+            else:
+                work.append((node, prefix, prefix, False))
+        while work:
+            node, own, below, edge = work.pop()
+            label = f"[{_edge_label(node)}] " if edge else ""
+            lines.append(f"{own}{label}{_node_text(node, root, duplicated)}")
+            kids = node.children
+            for i in range(len(kids) - 1, -1, -1):
+                last = i == len(kids) - 1
+                work.append(
+                    (
+                        kids[i],
+                        below + ("└── " if last else "├── "),
+                        below + ("    " if last else "│   "),
+                        True,
+                    )
+                )
+
+    draw(lineage.roots, "", False)
+    for group in lineage.missing:
+        lines.append(f"missing parent {one_line(group.parent_id)}")
+        draw(group.children, "", True)
+    return lines
