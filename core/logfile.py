@@ -196,6 +196,19 @@ class LogReader:
                 return
             pos += line_len
             self.offset += line_len
+        if tail and self.header is None and not self.problems and not _may_become_header(tail):
+            # A NUL-filled file (a crash on some filesystems) or other junk without a
+            # newline is not an unfinished header write: no completed line can fix it.
+            self._add(
+                LogProblem(
+                    ProblemKind.BAD_HEADER,
+                    f"the first line ({len(tail)} bytes, no newline) is not a session header",
+                    line=1,
+                )
+            )
+            self._stuck = True
+            self.tail_problem = None
+            return
         self._set_tail(
             f"the last line ({len(tail)} bytes) has no newline yet: an unfinished write, ignored"
             if tail
@@ -397,6 +410,12 @@ class LogReader:
 
     def _add(self, problem: LogProblem) -> None:
         self.problems.append(problem)
+
+
+def _may_become_header(tail: bytes) -> bool:
+    """True if a first line without its newline could still be a header being written."""
+    start = tail.lstrip()
+    return not start or (start[:1] == b"{" and b"\0" not in tail)
 
 
 @dataclass(frozen=True, slots=True)
