@@ -181,6 +181,7 @@ class LoadedSession:
                 self.timeline.turn_ends,
                 boundary,
                 type_at=lambda i: self.events[i].type,
+                last_seq=self.events[-1].seq if self.events else None,
             )
         except SessionForkError as exc:
             return exc
@@ -443,6 +444,7 @@ class SessionRoot:
             loaded.turn_ends,
             boundary,
             type_at=lambda i: events[i].type,
+            last_seq=events[-1].seq if events else None,
         )
         cid = child_id if child_id is not None else new_session_id()
         child = SessionHeader(

@@ -45,6 +45,7 @@ def check_boundary(
     turn_ends: Sequence[int],
     boundary: object,
     type_at: Callable[[int], str] | None = None,
+    last_seq: int | None = None,
 ) -> int:
     """Validate a fork boundary and return the seed length it gives.
 
@@ -55,6 +56,8 @@ def check_boundary(
         turn_ends: Sorted seqs of the source's `turn/end` events.
         boundary: The requested inclusive seq, or None for "the last event".
         type_at: The event type at an index, for a more specific message.
+        last_seq: The seq of the source's last event when it differs from
+            `event_count - 1` (a log with seq gaps); messages name it.
 
     Returns:
         The number of events to copy (`boundary + 1`, or 0 for an empty source).
@@ -63,7 +66,7 @@ def check_boundary(
         SessionForkError: INVALID_BOUNDARY, naming the last seq and the nearest
             earlier `turn/end` the user could fork at instead.
     """
-    last = event_count - 1
+    last = event_count - 1 if last_seq is None or event_count == 0 else last_seq
     if boundary is None:
         if event_count == 0:
             return 0
