@@ -1,0 +1,723 @@
+"""Live changes of a root: new sessions, appended events, removals, problems.
+
+`RootWatcher.watch` is a blocking generator for one long-lived worker thread per
+root. It keeps one `LogReader` per known log, positioned where the root's summary
+stopped reading, and on every change reads only the bytes appended since: whole
+lines (whole zstd frames); a torn last line is not consumed until it is complete.
+Summaries are advanced from the previous summary plus the new events
+(`advance_summary`), so a refresh costs what was appended, not what the log holds.
+
+Two ways to learn about changes:
+
+- native (default): the Rust `notify` backend of watchfiles (inotify on Linux),
+  recursive, bursts grouped into one batch per debounce window;
+- poll (`poll=True`, for filesystems without inotify): every `poll_interval_ms`
+  each known log is `stat`ed and its size and inode compared with what was read,
+  so appends within one mtime second are not missed; folders are checked by their
+  mtime and the whole tree is rescanned about once a second.
+
+Nothing read from disk raises: a bad file is a `LogProblem`, a vanished file a
+`SessionRemoved`, a vanished root a `RootGone` (after which `watch` returns).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Final, TypeAlias
+
+import orjson
+from watchfiles._rust_notify import RustNotify
+
+from .layout import decode_session_id, is_project_dir
+from .logfile import Encoding, LogReader, encoding_of
+from .model import TURN_END, TURN_START, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .root import SessionRoot, discover, is_log_name
+from .summary import SessionSummary, summarize
+from .timeline import message_text
+
+#: In native mode, how often (seconds) every known log is `stat`ed anyway, as a net
+#: for notifications the kernel dropped (an inotify queue overflow).
+NATIVE_SWEEP_S: Final = 2.0
+#: In poll mode, how often (seconds) the whole tree is rescanned, as a net for
+#: folders whose mtime did not change visibly (coarse-mtime filesystems).
+POLL_FULL_RESCAN_S: Final = 1.0
+#: How long (ms) the native backend waits before returning to check the root.
+_NATIVE_TIMEOUT_MS: Final = 250
+#: Mirrors `root.discover`: folders it never descends into.
+_SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+
+
+# -- changes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAdded:
+    """A log appeared under the root.
+
+    Attributes:
+        summary: Its summary (read whole: it is new).
+    """
+
+    summary: SessionSummary
+
+
+@dataclass(frozen=True, slots=True)
+class EventsAppended:
+    """A known log changed: events were appended, or problems appeared or cleared.
+
+    Attributes:
+        summary: The updated summary (counts, open turn, title, problems, offset).
+        events: Just the new events, in file order (the whole log when `reset`).
+        problems: Problems first found by this change (a torn tail, corruption).
+        reset: The file was replaced, shrank, or was re-read from scratch (its
+            header became readable): drop what you had, `events` is the whole log.
+    """
+
+    summary: SessionSummary
+    events: tuple[SessionEvent, ...]
+    problems: tuple[LogProblem, ...]
+    reset: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRemoved:
+    """A known log vanished (deleted, or renamed away)."""
+
+    path: Path
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemFound:
+    """A problem that belongs to no session summary (e.g. a folder that cannot be listed).
+
+    Problems of a known log travel in `EventsAppended.problems` with its summary.
+    """
+
+    path: Path
+    problem: LogProblem
+
+
+@dataclass(frozen=True, slots=True)
+class RootGone:
+    """The root folder was removed or replaced; the watch ends after this change."""
+
+    path: Path
+    message: str
+
+
+RootChange: TypeAlias = SessionAdded | EventsAppended | SessionRemoved | ProblemFound | RootGone
+
+
+# -- incremental summaries ---------------------------------------------------------------
+
+
+def advance_summary(
+    summary: SessionSummary,
+    events: Sequence[SessionEvent],
+    problems: Iterable[LogProblem],
+    offset: int,
+    *,
+    tail: LogProblem | None = None,
+    mtime: float | None = None,
+) -> SessionSummary:
+    """The summary of a log after `events` were appended to the one `summary` describes.
+
+    Pure: it looks only at its arguments, so the cost is that of the new events.
+    It keeps the meaning `summarize` gives each field: `turns` counts turns started
+    (a `turn/end` without an open turn counts one too), `open_turn` is whether a
+    `turn/start` came after the last `turn/end`, the title is the latest
+    `session/title`, else the first line of the first user text.
+
+    Args:
+        summary: The summary before the append.
+        events: The appended events, in file order.
+        problems: Lasting problems found while reading them (duplicates of ones the
+            summary already holds are dropped; a `TORN_TAIL` here is taken as `tail`).
+        offset: Bytes of the file now consumed (the reader's offset).
+        tail: The torn tail as it is now, None if the file ends with a whole record;
+            it replaces any torn tail the summary had.
+        mtime: The file's modification time, None to keep the summary's.
+    """
+    count = summary.events
+    last_seq = summary.last_seq
+    turns = summary.turns
+    open_turn = summary.open_turn
+    title = summary.title
+    for event in events:
+        count += 1
+        last_seq = event.seq
+        etype = event.type
+        if etype == TURN_START:
+            turns += 1
+            open_turn = True
+        elif etype == TURN_END:
+            if not open_turn:
+                turns += 1  # a turn/end with no turn/start: still one turn
+            open_turn = False
+        elif etype == "session/title":
+            data = event.data
+            if isinstance(data, dict) and isinstance(data.get("title"), str):
+                title = data["title"]
+        elif etype == "user/message" and title is None:
+            title = _user_title(event.data)
+    kept = [p for p in summary.problems if p.kind is not ProblemKind.TORN_TAIL]
+    for problem in problems:
+        if problem.kind is ProblemKind.TORN_TAIL:
+            tail = tail or problem
+        elif problem not in kept and not _same_place(problem, kept):
+            kept.append(problem)
+    if tail is not None:
+        kept.append(tail)
+    return replace(
+        summary,
+        events=count,
+        last_seq=last_seq,
+        turns=turns,
+        open_turn=open_turn,
+        title=title,
+        problems=tuple(kept),
+        size=offset,
+        mtime=summary.mtime if mtime is None else mtime,
+    )
+
+
+def _user_title(data: object) -> str | None:
+    """The title a first user message gives, as `summarize` takes it."""
+    if not isinstance(data, dict):
+        return None
+    source = data.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return None  # plugin-injected context is not the user's words
+    text = message_text(data).strip()
+    return text.splitlines()[0] if text else None
+
+
+def _same_place(problem: LogProblem, known: Sequence[LogProblem]) -> bool:
+    """True if `known` already reports this kind of problem at this seq.
+
+    A reader resumed from a summary numbers lines from where it resumed, so the
+    same corruption can come back with another message; the seq is stable.
+    """
+    return problem.seq is not None and any(
+        p.kind is problem.kind and p.seq == problem.seq for p in known
+    )
+
+
+def blank_summary(
+    path: Path, session_id: str, header: SessionHeader | None, mtime: float = 0.0
+) -> SessionSummary:
+    """The summary of a log with a header (or none) and nothing after it yet."""
+    return SessionSummary(
+        id=header.id if header is not None else session_id,
+        path=path,
+        encoding=encoding_of(path) or Encoding.RAW,
+        header=header,
+        title=None,
+        events=0,
+        last_seq=None,
+        turns=0,
+        open_turn=False,
+        problems=(),
+        size=0,
+        mtime=mtime,
+    )
+
+
+def _resume(summary: SessionSummary) -> LogReader:
+    """A reader positioned where the summary stopped reading."""
+    contiguous = not any(p.kind is ProblemKind.SEQ_GAP for p in summary.problems)
+    return LogReader.resume(
+        summary.path,
+        summary.header,
+        summary.size,
+        summary.events,
+        summary.last_seq,
+        contiguous,
+    )
+
+
+# -- one known log ------------------------------------------------------------------------
+
+_StatKey: TypeAlias = tuple[int, int, int, int]
+
+
+def _stat_key(st: os.stat_result) -> _StatKey:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """What the watcher knows of one log."""
+
+    summary: SessionSummary
+    reader: LogReader
+    fallback_id: str
+    seen: _StatKey | None = None  # the stat taken just before the last read
+
+
+def _layout_id(path: Path) -> str | None:
+    """The session id the dsh layout implies (mirrors `root._in_layout`)."""
+    if not path.name.startswith("session"):
+        return None
+    id_dir = path.parent
+    if is_project_dir(id_dir.parent.name):
+        return decode_session_id(id_dir.name)
+    return None
+
+
+def _raw_has_header(path: Path) -> bool:
+    """True if a raw log's first line is a session header (mirrors `root._has_header`)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+        obj = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "session"
+
+
+# -- the watcher ----------------------------------------------------------------------------
+
+
+class RootWatcher:
+    """Watches one `SessionRoot` and yields typed changes in batches.
+
+    Args:
+        root: The root to watch. Its summaries are kept current (`root.update` /
+            `root.remove`) as changes are found, so its lineage stays right.
+        poll: Poll with `stat` instead of kernel notifications (network or FUSE
+            filesystems without inotify).
+        debounce_ms: Native mode: the longest a burst is grouped before a batch is yielded.
+        poll_interval_ms: Poll mode: time between two polls.
+    """
+
+    def __init__(
+        self,
+        root: SessionRoot,
+        *,
+        poll: bool = False,
+        debounce_ms: int = 20,
+        poll_interval_ms: int = 100,
+    ) -> None:
+        self.root = root
+        self.poll = poll
+        self.debounce_ms = max(1, int(debounce_ms))
+        self.poll_interval_ms = max(1, int(poll_interval_ms))
+        self._tracked: dict[Path, _Tracked] = {}
+        # Files with a log name that discovery does not accept yet (no header so far).
+        self._candidates: dict[Path, _StatKey | None] = {}
+        # Poll mode: folders and their mtime, to notice new entries without a full walk.
+        self._dirs: dict[Path, int] = {}
+        self._root_identity: tuple[int, int] | None = None
+        # Folders that could not be listed: reported once each, with the next batch.
+        self._reported_dirs: set[Path] = set()
+        self._folder_problems: list[RootChange] = []
+
+    # -- public --------------------------------------------------------------------------
+
+    def watch(self, stop: threading.Event) -> Iterator[list[RootChange]]:
+        """Yield batches of changes until `stop` is set or the root is gone.
+
+        The first batch (if any) holds what changed since the root was scanned.
+        Returns within one debounce step / poll interval after `stop.set()`.
+        """
+        try:
+            st = os.stat(self.root.path)
+        except OSError as exc:
+            yield [RootGone(self.root.path, _gone_message(self.root.path, exc))]
+            return
+        self._root_identity = (st.st_dev, st.st_ino)
+        if self.poll:
+            yield from self._watch_poll(stop)
+        else:
+            yield from self._watch_native(stop)
+
+    @property
+    def known(self) -> dict[Path, SessionSummary]:
+        """The current summary of every log being watched, by path."""
+        return {path: t.summary for path, t in self._tracked.items()}
+
+    # -- native --------------------------------------------------------------------------
+
+    def _watch_native(self, stop: threading.Event) -> Iterator[list[RootChange]]:
+        single = self.root.single is not None
+        try:
+            # Created before priming, so nothing written while priming goes unseen.
+            notify = RustNotify([str(self.root.path)], False, False, 300, not single, True)
+        except (OSError, RuntimeError):
+            # No usable notification backend here (or the root just vanished): poll.
+            yield from self._watch_poll(stop)
+            return
+        with notify:
+            first = self._prime()
+            if first:
+                yield first
+            step = max(1, min(self.debounce_ms // 2, 10))
+            next_sweep = time.monotonic() + NATIVE_SWEEP_S
+            while not stop.is_set():
+                try:
+                    raw = notify.watch(self.debounce_ms, step, _NATIVE_TIMEOUT_MS, stop)
+                except (OSError, RuntimeError):
+                    raw = "timeout"  # a backend hiccup: the sweep below catches up
+                if raw == "stop" or stop.is_set():
+                    return
+                changes: list[RootChange] = []
+                gone = self._root_gone()
+                if gone is not None:
+                    yield [gone]
+                    return
+                if isinstance(raw, set):
+                    changes.extend(self._apply_native(raw))
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + NATIVE_SWEEP_S
+                    changes.extend(self._sweep_known())
+                changes.extend(self._take_folder_problems())
+                if changes:
+                    yield changes
+
+    def _apply_native(self, raw: set[tuple[int, str]]) -> list[RootChange]:
+        changes: list[RootChange] = []
+        paths = sorted({Path(p) for _, p in raw})
+        # watchfiles' Change: 1 added, 2 modified, 3 deleted.
+        added = {Path(p) for kind, p in raw if kind == 1}
+        deleted = {Path(p) for kind, p in raw if kind == 3}
+        for path in paths:
+            if path in self._tracked:
+                changes.extend(self._refresh(path))
+                continue
+            if self.root.single is not None:
+                if path == self.root.single:
+                    changes.extend(self._consider(path))
+                continue
+            if path in deleted:
+                # A folder removed or renamed away takes its logs with it, and the
+                # kernel may only report the folder.
+                for known in [k for k in self._tracked if path in k.parents]:
+                    changes.extend(self._refresh(known))
+                self._candidates.pop(path, None)
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if path in added:
+                    # A new folder may have been filled before its watch was set up.
+                    changes.extend(self._scan_tree(path))
+            elif stat.S_ISREG(st.st_mode):
+                changes.extend(self._consider(path))
+        return changes
+
+    # -- poll ----------------------------------------------------------------------------
+
+    def _watch_poll(self, stop: threading.Event) -> Iterator[list[RootChange]]:
+        first = self._prime()
+        self._register_dirs(self.root.path)
+        if first:
+            yield first
+        interval = self.poll_interval_ms / 1000
+        next_full = time.monotonic() + POLL_FULL_RESCAN_S
+        while not stop.wait(interval):
+            gone = self._root_gone()
+            if gone is not None:
+                yield [gone]
+                return
+            changes = self._sweep_known()
+            if self.root.single is None:
+                if time.monotonic() >= next_full:
+                    next_full = time.monotonic() + POLL_FULL_RESCAN_S
+                    changes.extend(self._rescan())
+                    self._register_dirs(self.root.path)
+                else:
+                    changes.extend(self._check_dirs())
+            changes.extend(self._take_folder_problems())
+            if changes:
+                yield changes
+
+    def _register_dirs(self, top: Path) -> None:
+        """Note the mtime of `top` and every folder below it not noted yet.
+
+        Folders already noted keep their mtime, so a change made since they were
+        last listed is still seen by `_check_dirs`.
+        """
+        if self.root.single is not None:
+            return
+        seen: set[tuple[int, int]] = set()
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                st = os.stat(folder)
+                if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                with os.scandir(folder) as it:
+                    subdirs = [Path(e.path) for e in it if e.name not in _SKIP_DIRS and e.is_dir()]
+            except OSError:
+                continue
+            self._dirs.setdefault(folder, st.st_mtime_ns)
+            stack.extend(subdirs)
+
+    def _check_dirs(self) -> list[RootChange]:
+        """List only the folders whose mtime changed; walk the new ones."""
+        changes: list[RootChange] = []
+        for folder, seen in list(self._dirs.items()):
+            mtime = _dir_mtime(folder)
+            if mtime is None:
+                del self._dirs[folder]  # logs under it go away in `_sweep_known`
+                continue
+            if mtime == seen:
+                continue
+            self._dirs[folder] = mtime
+            try:
+                with os.scandir(folder) as it:
+                    entries = [(Path(e.path), e.is_dir()) for e in it]
+            except OSError:
+                continue
+            for path, is_dir in sorted(entries):
+                if is_dir:
+                    if path not in self._dirs and path.name not in _SKIP_DIRS:
+                        # Noted before it is walked: what lands in it later is seen.
+                        self._register_dirs(path)
+                        changes.extend(self._scan_tree(path))
+                elif path not in self._tracked and is_log_name(path.name):
+                    changes.extend(self._consider(path))
+        return changes
+
+    # -- shared --------------------------------------------------------------------------
+
+    def _prime(self) -> list[RootChange]:
+        """Track every summary of the root; report what changed since it was scanned."""
+        changes: list[RootChange] = []
+        for summary in self.root.summaries():
+            # The id `SessionRoot.scan` fell back to: the layout's, else the path.
+            fallback = _layout_id(summary.path) or str(summary.path)
+            self._tracked[summary.path] = _Tracked(summary, _resume(summary), fallback)
+        for path in list(self._tracked):
+            changes.extend(self._refresh(path))
+        if self.root.single is None:
+            changes.extend(self._rescan())
+        elif self.root.single not in self._tracked:
+            changes.extend(self._consider(self.root.single))
+        changes.extend(self._take_folder_problems())
+        return changes
+
+    def _root_gone(self) -> RootGone | None:
+        path = self.root.path
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return RootGone(path, _gone_message(path, exc))
+        if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != self._root_identity:
+            return RootGone(path, f"{path} was replaced by another file or folder")
+        return None
+
+    def _sweep_known(self) -> list[RootChange]:
+        """`stat` every known log (and candidate) and read those that changed."""
+        changes: list[RootChange] = []
+        for path in list(self._tracked):
+            changes.extend(self._refresh(path))
+        for path in list(self._candidates):
+            changes.extend(self._consider(path))
+        single = self.root.single
+        if single is not None and single not in self._tracked:
+            changes.extend(self._consider(single))  # deleted, then written again
+        return changes
+
+    def _rescan(self) -> list[RootChange]:
+        """Walk the whole root: add logs not known yet, drop known ones that are gone."""
+        changes: list[RootChange] = []
+        found: set[Path] = set()
+        for path, _sid in discover(self.root.path, self._folder_error):
+            found.add(path)
+            if path not in self._tracked:
+                changes.extend(self._consider(path))
+        for path in [p for p in self._tracked if p not in found]:
+            changes.extend(self._refresh(path))
+        return changes
+
+    def _scan_tree(self, folder: Path) -> list[RootChange]:
+        """Add the logs below one (new) folder."""
+        changes: list[RootChange] = []
+        try:
+            parts = folder.relative_to(self.root.path).parts
+        except ValueError:
+            return changes  # not under the root (a symlinked folder's own path)
+        if any(part in _SKIP_DIRS for part in parts):
+            return changes
+        for path, _sid in discover(folder, self._folder_error):
+            if path not in self._tracked:
+                changes.extend(self._consider(path))
+        return changes
+
+    def _folder_error(self, folder: Path, exc: OSError) -> None:
+        if folder in self._reported_dirs or not folder.exists():
+            return  # a folder vanishing mid-scan is a removal, not a problem
+        self._reported_dirs.add(folder)
+        self._folder_problems.append(
+            ProblemFound(
+                folder,
+                LogProblem(
+                    ProblemKind.UNREADABLE,
+                    f"cannot list {folder}: {exc.strerror or exc}",
+                ),
+            )
+        )
+
+    def _take_folder_problems(self) -> list[RootChange]:
+        taken, self._folder_problems = self._folder_problems, []
+        return taken
+
+    def _consider(self, path: Path) -> list[RootChange]:
+        """A file not known yet: start tracking it if discovery would accept it."""
+        if path in self._tracked or not is_log_name(path.name):
+            return []
+        try:
+            st = os.stat(path)
+        except OSError:
+            self._candidates.pop(path, None)
+            return []
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        key = _stat_key(st)
+        if path in self._candidates and self._candidates[path] == key:
+            return []  # unchanged since it was last found wanting
+        layout_id = _layout_id(path)
+        summary: SessionSummary | None = None
+        accepted = (
+            layout_id is not None or path.name.startswith("session") or path == self.root.single
+        )
+        if not accepted:
+            if encoding_of(path) is Encoding.ZSTD:
+                summary = summarize(path)
+                accepted = summary.header is not None
+            else:
+                accepted = _raw_has_header(path)
+        if not accepted:
+            # A log name but no header yet (being written, or not a log): look again
+            # when it changes.
+            self._candidates[path] = key
+            return []
+        self._candidates.pop(path, None)
+        fallback = layout_id if layout_id is not None else str(path)
+        if summary is None:
+            summary = summarize(path, layout_id)
+        tracked = _Tracked(summary, _resume(summary), fallback, key)
+        self._tracked[path] = tracked
+        self.root.update(summary)
+        return [SessionAdded(summary)]
+
+    def _drop(self, path: Path, tracked: _Tracked) -> SessionRemoved:
+        del self._tracked[path]
+        self.root.remove(path)
+        return SessionRemoved(path, tracked.summary.id)
+
+    def _refresh(self, path: Path) -> list[RootChange]:
+        """Read what was appended to one known log and report it."""
+        tracked = self._tracked[path]
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return [self._drop(path, tracked)]
+        except OSError:
+            st = None  # e.g. a folder lost its search permission: the read says so
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            return [self._drop(path, tracked)]
+        key = _stat_key(st) if st is not None else None
+        if key is not None and key == tracked.seen:
+            return []
+        tracked.seen = key
+        mtime = st.st_mtime if st is not None else None
+        old = tracked.summary
+        if old.header is None:
+            # Nothing usable was read yet (empty, bad or unreadable header): start over,
+            # so a header written after the file was created is read.
+            return self._reread(tracked, mtime)
+        reader = tracked.reader
+        before = list(reader.problems)
+        batch = reader.read()
+        if batch.reset:
+            return self._reread(tracked, mtime, reader=reader, events=batch.events)
+        found = [p for p in reader.problems if p not in before]
+        new = advance_summary(
+            old, batch.events, found, reader.offset, tail=reader.tail_problem, mtime=mtime
+        )
+        return self._publish(tracked, new, tuple(batch.events), reset=False)
+
+    def _reread(
+        self,
+        tracked: _Tracked,
+        mtime: float | None,
+        *,
+        reader: LogReader | None = None,
+        events: list[SessionEvent] | None = None,
+    ) -> list[RootChange]:
+        """Read a log from the start (replaced, shrunk, or never readable before)."""
+        old = tracked.summary
+        if reader is None or events is None:
+            reader = LogReader(old.path)
+            events = reader.read().events
+        tracked.reader = reader
+        base = blank_summary(old.path, tracked.fallback_id, reader.header, mtime or 0.0)
+        new = advance_summary(
+            base, events, reader.problems, reader.offset, tail=reader.tail_problem, mtime=mtime
+        )
+        if not events and new.header == old.header:
+            # Still nothing to show (e.g. an empty file that stayed empty): an update
+            # only if its problems changed.
+            return self._publish(tracked, new, (), reset=False)
+        return self._publish(tracked, new, tuple(events), reset=True)
+
+    def _publish(
+        self,
+        tracked: _Tracked,
+        new: SessionSummary,
+        events: tuple[SessionEvent, ...],
+        *,
+        reset: bool,
+    ) -> list[RootChange]:
+        old = tracked.summary
+        fresh = _fresh_problems(old.problems, new.problems, reset)
+        kinds_changed = sorted(p.kind for p in old.problems) != sorted(p.kind for p in new.problems)
+        tracked.summary = new
+        self.root.update(new)
+        if not (events or reset or fresh or kinds_changed or new.header != old.header):
+            return []
+        return [EventsAppended(new, events, fresh, reset)]
+
+
+def _fresh_problems(
+    old: Sequence[LogProblem], new: Sequence[LogProblem], reset: bool
+) -> tuple[LogProblem, ...]:
+    """Problems of `new` that `old` did not report (a growing torn tail is not new)."""
+    if reset:
+        return tuple(new)
+    had_tail = any(p.kind is ProblemKind.TORN_TAIL for p in old)
+    return tuple(
+        p
+        for p in new
+        if p not in old
+        and not (p.kind is ProblemKind.TORN_TAIL and had_tail)
+        and not _same_place(p, old)
+    )
+
+
+def _dir_mtime(path: Path) -> int | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+
+
+def _gone_message(path: Path, exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"{path} was removed"
+    return f"{path} cannot be read any more: {exc.strerror or exc}"

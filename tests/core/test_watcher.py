@@ -1,0 +1,648 @@
+"""The live watcher: real files in tmp_path, a real `RootWatcher` in a thread.
+
+Every live test runs twice: with kernel notifications (watchfiles' Rust backend)
+and in poll mode (size comparison). Tests wait for the changes they expect with a
+deadline loop; the deadline is only a guard against hanging, never what is tested.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+from turnline.core.codec import encode_records
+from turnline.core.layout import session_dir
+from turnline.core.logfile import Encoding, LogReader
+from turnline.core.model import LogProblem, ProblemKind, SessionEvent, SessionHeader
+from turnline.core.root import SessionRoot
+from turnline.core.summary import SessionSummary, summarize
+from turnline.core.watcher import (
+    EventsAppended,
+    RootChange,
+    RootGone,
+    RootWatcher,
+    SessionAdded,
+    SessionRemoved,
+    advance_summary,
+    blank_summary,
+)
+from turnline.core.writer import TEMP_PREFIX, encode_new_log, write_new_file
+
+T = TypeVar("T")
+
+#: A guard against a hung test, not a timing goal: expected changes come in milliseconds.
+DEADLINE_S = 20.0
+MODES = ["native", "poll"]
+
+
+# -- building logs -------------------------------------------------------------------------
+
+
+def event(seq: int, etype: str, data: dict[str, Any] | None = None) -> SessionEvent:
+    return SessionEvent(etype, seq, 1_700_000_000_000 + seq, data if data is not None else {})
+
+
+def turn_events(
+    first_seq: int, turn: int, *, text: str = "hello", close: bool = True
+) -> list[SessionEvent]:
+    """One small turn: user message, turn/start, a packable chunk run, turn/end."""
+    rows: list[tuple[str, dict[str, Any]]] = [
+        ("user/message", {"role": "user", "content": [{"type": "text", "text": text}]}),
+        ("turn/start", {"turn": turn}),
+        ("step/start", {"turn": turn, "step": 1}),
+    ]
+    for piece in ("a", "b", "c", "d"):
+        chunk = {"type": "text-delta", "index": 0, "text": piece}
+        rows.append(("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}))
+    rows.append(("step/end", {"turn": turn, "step": 1}))
+    if close:
+        rows.append(("turn/end", {"turn": turn, "reason": {"kind": "completed"}}))
+    return [event(first_seq + i, etype, data) for i, (etype, data) in enumerate(rows)]
+
+
+def lines(events: Sequence[SessionEvent]) -> bytes:
+    """Raw records, one event per line (no packing: each line is one event)."""
+    return b"".join(orjson.dumps(e.to_json_dict()) + b"\n" for e in events)
+
+
+def new_log(
+    root: Path,
+    session_id: str,
+    events: Sequence[SessionEvent] = (),
+    encoding: Encoding = Encoding.RAW,
+    cwd: str = "/w/app",
+) -> Path:
+    """A log in the dsh layout, published atomically like a fork child."""
+    header = SessionHeader(id=session_id, created_at=1_700_000_000_000, cwd=cwd)
+    name = "session.jsonl.zstd" if encoding is Encoding.ZSTD else "session.jsonl"
+    path = session_dir(root, session_id, cwd) / name
+    write_new_file(path, [encode_new_log(header, events, encoding)])
+    return path
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)
+
+
+def zstd_frame(events: Sequence[SessionEvent]) -> bytes:
+    body = b"".join(encode_records(events))
+    return zstandard.ZstdCompressor(write_checksum=True).compress(body)
+
+
+def as_dicts(events: Sequence[SessionEvent]) -> list[dict[str, Any]]:
+    return [e.to_json_dict() for e in events]
+
+
+def fields(summary: SessionSummary) -> tuple[Any, ...]:
+    """What the listing shows, problem kinds included (messages depend on the reader)."""
+    return (
+        summary.id,
+        summary.events,
+        summary.last_seq,
+        summary.turns,
+        summary.open_turn,
+        summary.title,
+        summary.size,
+        sorted(p.kind for p in summary.problems),
+    )
+
+
+# -- a watcher running in a thread ------------------------------------------------------------
+
+
+class Live:
+    """A `RootWatcher` running in its own thread, recording every batch."""
+
+    def __init__(self, root_path: Path, mode: str) -> None:
+        self.root = SessionRoot(root_path)
+        self.root.summaries()
+        self.watcher = RootWatcher(self.root, poll=mode == "poll", poll_interval_ms=20)
+        self.stop = threading.Event()
+        self.batches: list[list[RootChange]] = []
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for batch in self.watcher.watch(self.stop):
+                assert batch, "the watcher yielded an empty batch"
+                with self._lock:
+                    self.batches.append(batch)
+        except BaseException as exc:  # surfaced by `wait_for`
+            self.error = exc
+
+    def changes(self) -> list[RootChange]:
+        with self._lock:
+            return [c for batch in self.batches for c in batch]
+
+    def wait_for(self, probe: Callable[[list[RootChange]], T | None], what: str) -> T:
+        """Poll `probe(changes)` until it returns something truthy."""
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            if self.error is not None:
+                raise AssertionError(f"the watcher raised {self.error!r}") from self.error
+            found = probe(self.changes())
+            if found:
+                return found
+            time.sleep(0.005)
+        raise AssertionError(f"no {what} within {DEADLINE_S}s; changes: {self.changes()!r}")
+
+    def appended(self, path: Path) -> list[EventsAppended]:
+        return [
+            c for c in self.changes() if isinstance(c, EventsAppended) and c.summary.path == path
+        ]
+
+    def latest(self, path: Path) -> SessionSummary | None:
+        summaries = [
+            c.summary
+            for c in self.changes()
+            if isinstance(c, EventsAppended | SessionAdded) and c.summary.path == path
+        ]
+        return summaries[-1] if summaries else None
+
+    def wait_events(self, path: Path, count: int) -> SessionSummary:
+        """Wait until the watcher's summary of `path` counts `count` events."""
+
+        def probe(_: list[RootChange]) -> SessionSummary | None:
+            latest = self.latest(path)
+            return latest if latest is not None and latest.events >= count else None
+
+        return self.wait_for(probe, f"{count} events in {path.name}")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=DEADLINE_S)
+        assert not self.thread.is_alive(), "watch() did not return after stop.set()"
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def live_factory(mode: str) -> Iterator[Callable[[Path], Live]]:
+    started: list[Live] = []
+
+    def start(root: Path) -> Live:
+        live = Live(root, mode)
+        started.append(live)
+        return live
+
+    yield start
+    for live in started:
+        live.close()
+
+
+# -- live behaviour ----------------------------------------------------------------------------
+
+
+def test_appended_lines_arrive_as_exactly_those_events(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = live_factory(tmp_path)
+    more = turn_events(len(first), 2, close=False)
+    append_bytes(path, lines(more))
+    summary = live.wait_events(path, len(first) + len(more))
+    got = [e for c in live.appended(path) for e in c.events]
+    assert as_dicts(got) == as_dicts(more)
+    assert summary.open_turn and summary.turns == 2
+    assert fields(summary) == fields(summarize(path, "s1"))
+    # The root's own listing was kept current.
+    assert {s.path: s for s in live.root.summaries()}[path] == summary
+    end = event(len(first) + len(more), "turn/end", {"turn": 2, "reason": {"kind": "error"}})
+    append_bytes(path, lines([end]))
+    closed = live.wait_events(path, summary.events + 1)
+    assert not closed.open_turn  # flips the moment the turn/end lands
+    assert fields(closed) == fields(summarize(path, "s1"))
+
+
+def test_a_torn_line_is_consumed_only_once_complete(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = live_factory(tmp_path)
+    extra = event(len(first), "session/title", {"title": "Renamed"})
+    line = lines([extra])
+    append_bytes(path, line[:10])
+
+    def torn(changes: list[RootChange]) -> EventsAppended | None:
+        for c in changes:
+            if isinstance(c, EventsAppended) and any(
+                p.kind is ProblemKind.TORN_TAIL for p in c.problems
+            ):
+                return c
+        return None
+
+    seen = live.wait_for(torn, "a torn-tail problem")
+    assert seen.events == ()
+    assert seen.summary.events == len(first)
+    append_bytes(path, line[10:])
+    done = live.wait_events(path, len(first) + 1)
+    got = [e for c in live.appended(path) for e in c.events]
+    assert as_dicts(got) == as_dicts([extra])  # once, whole, and only once complete
+    assert done.title == "Renamed"
+    assert not any(p.kind is ProblemKind.TORN_TAIL for p in done.problems)
+    assert fields(done) == fields(summarize(path, "s1"))
+
+
+def test_new_project_and_session_folders_are_picked_up(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    new_log(tmp_path, "s1", turn_events(0, 1))
+    live = live_factory(tmp_path)
+    # A new project folder (a cwd not seen before), then a second session in it.
+    added = [new_log(tmp_path, "s2", turn_events(0, 1), cwd="/elsewhere")]
+    added.append(new_log(tmp_path, "s3", turn_events(0, 1, close=False), cwd="/elsewhere"))
+    # A flat dump too: any log with a header, not only the dsh layout.
+    flat = tmp_path / "dumps" / "nested" / "export.jsonl"
+    flat.parent.mkdir(parents=True)
+    header = SessionHeader(id="flat-1", created_at=1)
+    flat.write_bytes(header.to_json_line() + lines(turn_events(0, 1)))
+    added.append(flat)
+
+    def all_added(changes: list[RootChange]) -> list[SessionAdded] | None:
+        found = [c for c in changes if isinstance(c, SessionAdded)]
+        return found if {c.summary.path for c in found} >= set(added) else None
+
+    found = live.wait_for(all_added, "three new sessions")
+    assert sorted(c.summary.id for c in found) == ["flat-1", "s2", "s3"]
+    assert not any(TEMP_PREFIX in str(c.summary.path) for c in found)
+    for c in found:
+        assert fields(c.summary) == fields(summarize(c.summary.path, c.summary.id))
+    assert {s.id for s in live.root.summaries()} == {"s1", "s2", "s3", "flat-1"}
+    # The new one is tailed like any other.
+    s3 = added[1]
+    append_bytes(s3, lines([event(8, "turn/end", {"turn": 1, "reason": {"kind": "aborted"}})]))
+    tailed = live.wait_events(s3, 9)
+    assert not tailed.open_turn and tailed.problems == ()
+
+
+def test_deleted_log_is_removed(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    keep = new_log(tmp_path, "keep", turn_events(0, 1))
+    gone = new_log(tmp_path, "gone", turn_events(0, 1))
+    live = live_factory(tmp_path)
+    shutil.rmtree(gone.parent)
+
+    def removed(changes: list[RootChange]) -> SessionRemoved | None:
+        return next((c for c in changes if isinstance(c, SessionRemoved)), None)
+
+    change = live.wait_for(removed, "a removal")
+    assert (change.path, change.session_id) == (gone, "gone")
+    assert [s.path for s in live.root.summaries()] == [keep]
+
+
+def test_replaced_log_resets(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    path = new_log(tmp_path, "s1", turn_events(0, 1) + turn_events(10, 2))
+    live = live_factory(tmp_path)
+    replacement = turn_events(0, 1, text="other")
+    tmp = path.with_name("session.jsonl.new")
+    tmp.write_bytes(SessionHeader(id="s1", created_at=2).to_json_line() + lines(replacement))
+    os.replace(tmp, path)
+
+    def reset(changes: list[RootChange]) -> EventsAppended | None:
+        return next((c for c in changes if isinstance(c, EventsAppended) and c.reset), None)
+
+    change = live.wait_for(reset, "a reset")
+    assert as_dicts(change.events) == as_dicts(replacement)
+    assert fields(change.summary) == fields(summarize(path, "s1"))
+    assert change.summary.header is not None and change.summary.header.created_at == 2
+
+
+def test_truncated_log_resets(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    events = turn_events(0, 1) + turn_events(10, 2)
+    path = new_log(tmp_path, "s1")
+    append_bytes(path, lines(events))  # one line per event, so a cut is easy to place
+    live = live_factory(tmp_path)
+    header_end = path.read_bytes().index(b"\n") + 1
+    with open(path, "r+b") as fh:  # same inode, shorter: a rewrite in place
+        fh.truncate(header_end + len(lines(events[:4])))
+
+    def reset(changes: list[RootChange]) -> EventsAppended | None:
+        return next((c for c in changes if isinstance(c, EventsAppended) and c.reset), None)
+
+    change = live.wait_for(reset, "a reset")
+    assert as_dicts(change.events) == as_dicts(events[:4])
+    assert fields(change.summary) == fields(summarize(path, "s1"))
+
+
+def _check_burst(live: Live, path: Path, before: int, total: int) -> None:
+    summary = live.wait_events(path, total)
+    assert fields(summary) == fields(summarize(path, "s1"))
+    got = [e.seq for c in live.appended(path) for e in c.events]
+    assert got == list(range(before, total))  # every appended event, once, in order
+    for batch in live.batches:  # coalesced: one change per file per batch
+        paths = [c.summary.path for c in batch if isinstance(c, EventsAppended)]
+        assert len(paths) == len(set(paths))
+
+
+def test_burst_from_a_writer_thread_loses_nothing(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = live_factory(tmp_path)
+    burst = [event(len(first) + i, "tool/output", {"n": i}) for i in range(2000)]
+
+    def write() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            for e in burst:
+                os.write(fd, lines([e]))
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join()
+    _check_burst(live, path, len(first), len(first) + len(burst))
+    appended = [c for c in live.appended(path) if c.events]
+    assert len(appended) < len(burst)  # bursts were grouped, not one change per line
+
+
+_WRITER = """
+import os, sys, orjson
+path, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+for i in range(count):
+    seq = first + i
+    line = orjson.dumps({"type": "tool/output", "seq": seq, "time": seq, "data": {"n": i}}) + b"\\n"
+    # A writer that flushes half a line first: readers must never take the half.
+    cut = len(line) // 2 if i % 3 == 0 else len(line)
+    os.write(fd, line[:cut])
+    if cut < len(line):
+        os.write(fd, line[cut:])
+os.close(fd)
+"""
+
+
+def test_burst_from_another_process_with_torn_writes(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = live_factory(tmp_path)
+    subprocess.run(
+        [sys.executable, "-c", _WRITER, str(path), str(len(first)), "2000"],
+        check=True,
+        timeout=DEADLINE_S,
+    )
+    _check_burst(live, path, len(first), len(first) + 2000)
+    got = [e for c in live.appended(path) for e in c.events]
+    assert all(e.type == "tool/output" and e.data == {"n": e.seq - len(first)} for e in got)
+
+
+def test_zstd_log_gains_frames(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "z1", first, Encoding.ZSTD)
+    live = live_factory(tmp_path)
+    second = turn_events(len(first), 2)
+    frame = zstd_frame(second)  # a packed chunk row inside
+    append_bytes(path, frame[:7])  # a frame still being written: nothing yet
+
+    def torn(changes: list[RootChange]) -> EventsAppended | None:
+        for c in changes:
+            if isinstance(c, EventsAppended) and any(
+                p.kind is ProblemKind.TORN_TAIL for p in c.problems
+            ):
+                return c
+        return None
+
+    assert live.wait_for(torn, "a torn zstd frame").events == ()
+    append_bytes(path, frame[7:])
+    third = turn_events(len(first) + len(second), 3, text="third", close=False)
+    append_bytes(path, zstd_frame(third))
+    summary = live.wait_events(path, len(first) + len(second) + len(third))
+    got = [e for c in live.appended(path) for e in c.events]
+    assert as_dicts(got) == as_dicts(second + third)
+    assert summary.open_turn and summary.turns == 3
+    assert fields(summary) == fields(summarize(path, "z1"))
+
+
+def test_corruption_is_reported_not_raised(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = live_factory(tmp_path)
+    end = event(len(first) + 1, "turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+    append_bytes(path, b"{not json\n" + lines([end]))
+
+    def corrupt(changes: list[RootChange]) -> EventsAppended | None:
+        for c in changes:
+            if isinstance(c, EventsAppended) and any(
+                p.kind is ProblemKind.CORRUPT for p in c.problems
+            ):
+                return c
+        return None
+
+    change = live.wait_for(corrupt, "a corruption problem")
+    assert change.summary.events == len(first)  # what is valid still counts
+    # The watcher goes on: a new session is still seen.
+    other = new_log(tmp_path, "s2", turn_events(0, 1))
+    live.wait_for(
+        lambda cs: any(isinstance(c, SessionAdded) and c.summary.path == other for c in cs),
+        "the next session",
+    )
+
+
+def test_root_removed_ends_the_watch(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    root = tmp_path / "root"
+    new_log(root, "s1", turn_events(0, 1))
+    live = live_factory(root)
+    live.wait_for(lambda _: live.watcher.known, "the watcher to prime")
+    shutil.rmtree(root)
+    gone = live.wait_for(
+        lambda cs: next((c for c in cs if isinstance(c, RootGone)), None), "RootGone"
+    )
+    assert gone.path == root
+    live.thread.join(timeout=DEADLINE_S)
+    assert not live.thread.is_alive()  # watch() returned by itself
+    assert isinstance(live.changes()[-1], RootGone)
+
+
+def test_poll_sees_appends_within_one_mtime_second(tmp_path: Path) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    live = Live(tmp_path, "poll")
+    try:
+        live.wait_for(lambda _: live.watcher.known, "the watcher to prime")
+        pinned = os.stat(path)
+        count = len(first)
+        for k in range(5):
+            extra = event(count, "tool/output", {"k": k})
+            append_bytes(path, lines([extra]))
+            # Pin the mtime back: only the size tells the poller something changed.
+            os.utime(path, ns=(pinned.st_atime_ns, pinned.st_mtime_ns))
+            count += 1
+            summary = live.wait_events(path, count)
+            assert summary.last_seq == count - 1
+        assert os.stat(path).st_mtime_ns == pinned.st_mtime_ns
+        got = [e.data for c in live.appended(path) for e in c.events]
+        assert got == [{"k": k} for k in range(5)]
+    finally:
+        live.close()
+
+
+def test_single_file_root(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
+    first = turn_events(0, 1)
+    path = new_log(tmp_path, "s1", first)
+    other = new_log(tmp_path, "s2", first)
+    live = live_factory(path)
+    append_bytes(path, lines(turn_events(len(first), 2)))
+    append_bytes(other, lines(turn_events(len(first), 2)))
+    live.wait_events(path, 2 * len(first))
+    assert all(
+        c.summary.path == path for c in live.changes() if isinstance(c, EventsAppended)
+    )  # the root is that one file
+
+
+def test_watch_on_a_missing_root_reports_it(tmp_path: Path, mode: str) -> None:
+    root_path = tmp_path / "r"
+    root_path.mkdir()
+    root = SessionRoot(root_path)
+    root_path.rmdir()
+    batches = list(RootWatcher(root, poll=mode == "poll").watch(threading.Event()))
+    assert len(batches) == 1 and isinstance(batches[0][0], RootGone)
+
+
+# -- advance_summary: the incremental summary equals a fresh one --------------------------------
+
+_WORD = st.text(alphabet="abcdefgh xyz\n", min_size=1, max_size=8).filter(lambda s: bool(s.strip()))
+
+
+@st.composite
+def session_events(draw: st.DrawFn) -> list[SessionEvent]:
+    """Well-formed turns: user text, chunk runs (packed on disk), titles, an open tail."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    turns = draw(st.integers(0, 4))
+    open_last = draw(st.booleans())
+    for n in range(1, turns + 1):
+        if draw(st.booleans()):
+            text = draw(_WORD)
+            rows.append(
+                ("user/message", {"role": "user", "content": [{"type": "text", "text": text}]})
+            )
+        rows.append(("turn/start", {"turn": n}))
+        for step in range(1, draw(st.integers(1, 2)) + 1):
+            rows.append(("step/start", {"turn": n, "step": step}))
+            kind = draw(st.sampled_from(["text-delta", "reasoning-delta", "tool-call-delta"]))
+            for k in range(draw(st.integers(0, 6))):
+                chunk: dict[str, Any] = {"type": kind, "index": 0}
+                if kind == "tool-call-delta":
+                    chunk.update(id="c1", name="bash", argumentsDelta=str(k))
+                else:
+                    chunk["text"] = draw(_WORD)
+                rows.append(("assistant/chunk", {"turn": n, "step": step, "chunk": chunk}))
+            rows.append(("step/end", {"turn": n, "step": step}))
+        if draw(st.booleans()):
+            rows.append(("session/title", {"title": draw(_WORD)}))
+        if not (open_last and n == turns):
+            kind = draw(st.sampled_from(["completed", "aborted", "error", "interrupted"]))
+            rows.append(("turn/end", {"turn": n, "reason": {"kind": kind}}))
+    return [event(seq, etype, data) for seq, (etype, data) in enumerate(rows)]
+
+
+def _follow(path: Path, chunks: Sequence[bytes], session_id: str) -> None:
+    """Write `chunks` one by one; after each, the advanced summary equals `summarize`."""
+    whole = b"".join(chunks)
+    path.write_bytes(b"")
+    summary: SessionSummary | None = None
+    reader: LogReader | None = None
+    for chunk in chunks:
+        append_bytes(path, chunk)
+        fresh = summarize(path, session_id)
+        if summary is None or reader is None:
+            if fresh.header is None:
+                continue  # the header is not complete yet: nothing to advance from
+            summary, reader = (
+                fresh,
+                LogReader.resume(
+                    path, fresh.header, fresh.size, fresh.events, fresh.last_seq, True
+                ),
+            )
+            continue
+        before = list(reader.problems)
+        batch = reader.read()
+        assert not batch.reset
+        found = [p for p in reader.problems if p not in before]
+        summary = advance_summary(
+            summary, batch.events, found, reader.offset, tail=reader.tail_problem, mtime=fresh.mtime
+        )
+        assert fields(summary) == fields(fresh)
+    assert path.read_bytes() == whole
+
+
+@given(session_events(), st.lists(st.integers(0, 10**9), max_size=12))
+def test_advance_summary_matches_summarize_raw(
+    tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent], cuts: list[int]
+) -> None:
+    path = tmp_path_factory.mktemp("raw") / "session.jsonl"
+    header = SessionHeader(id="p1", created_at=5, cwd="/w")
+    data = header.to_json_line() + b"".join(encode_records(events))  # packed rows
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    _follow(path, [data[a:b] for a, b in itertools.pairwise(points)], "p1")
+
+
+@given(session_events(), st.lists(st.integers(0, 10**9), max_size=6), st.integers(0, 10**9))
+def test_advance_summary_matches_summarize_zstd(
+    tmp_path_factory: pytest.TempPathFactory,
+    events: list[SessionEvent],
+    cuts: list[int],
+    torn: int,
+) -> None:
+    path = tmp_path_factory.mktemp("zstd") / "session.jsonl.zstd"
+    header = SessionHeader(id="p2", created_at=5, cwd="/w")
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    bounds = sorted({c % (len(events) + 1) for c in cuts} | {0, len(events)})
+    frames = [cctx.compress(header.to_json_line())]
+    frames += [
+        cctx.compress(b"".join(encode_records(events[a:b])))
+        for a, b in itertools.pairwise(bounds)
+        if b > a
+    ]
+    chunks: list[bytes] = []
+    for k, frame in enumerate(frames):
+        if k and k == torn % len(frames):
+            cut = 1 + torn % (len(frame) - 1)
+            chunks += [frame[:cut], frame[cut:]]  # one frame arrives in two writes
+        else:
+            chunks.append(frame)
+    _follow(path, chunks, "p2")
+
+
+def test_advance_summary_counts_turns_titles_and_problems() -> None:
+    base = blank_summary(Path("/x/session.jsonl"), "x", SessionHeader(id="x"))
+    tail = LogProblem(ProblemKind.TORN_TAIL, "half a line", seq=3)
+    first = advance_summary(base, turn_events(0, 1, close=False), [], 100, tail=tail)
+    assert (first.events, first.last_seq, first.turns, first.open_turn) == (8, 7, 1, True)
+    assert first.title == "hello" and first.problems == (tail,) and first.size == 100
+    end = event(8, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    title = event(9, "session/title", {"title": "Named"})
+    gap = LogProblem(ProblemKind.SEQ_GAP, "seq jumps", seq=9)
+    second = advance_summary(first, [end, title], [gap, gap], 150)
+    assert (second.events, second.turns, second.open_turn, second.title) == (10, 1, False, "Named")
+    assert second.problems == (gap,)  # the torn tail was completed; no duplicates
+    later = advance_summary(second, turn_events(10, 2, text="ignored"), [], 200)
+    assert later.title == "Named" and later.turns == 2 and not later.open_turn
+    orphan = advance_summary(base, [event(0, "turn/end", {"turn": 1})], [], 10)
+    assert (orphan.turns, orphan.open_turn) == (1, False)
