@@ -130,14 +130,19 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
             continue
         parent = min(candidates, key=lambda c: (_distance(c.path, summary.path), _sort_key(c)))
         parent_of[summary.path] = parent.path
-    # Break cycles: walk up from every node; an edge that closes a loop is cut.
+    # Break cycles: walk up from every node; an edge that closes a loop is cut. Nodes
+    # already known to reach a root end the walk, so a deep chain costs linear time.
+    reaches_root: set[Path] = set()
     for path in list(parent_of):
         seen = [path]
+        on_walk = {path}
         cur = parent_of.get(path)
-        while cur is not None and cur not in seen:
+        while cur is not None and cur not in on_walk and cur not in reaches_root:
             seen.append(cur)
+            on_walk.add(cur)
             cur = parent_of.get(cur)
-        if cur is not None:
+        reaches_root.update(seen)
+        if cur is not None and cur in on_walk:
             loop = seen[seen.index(cur) :]
             cut = max(loop, key=str)
             del parent_of[cut]

@@ -1,0 +1,85 @@
+"""Lineage: the forest, missing parents, duplicate ids, cycles that cannot loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from turnline.core.lineage import build_lineage
+from turnline.core.logfile import Encoding
+from turnline.core.model import ProblemKind, SessionHeader
+from turnline.core.summary import SessionSummary
+
+
+def s(
+    path: str,
+    sid: str,
+    parent: str | None = None,
+    seed: int | None = None,
+    origin: str | None = None,
+    created: int = 0,
+) -> SessionSummary:
+    header = SessionHeader(
+        id=sid, created_at=created, parent_session=parent, seed_length=seed, origin=origin
+    )
+    return SessionSummary(sid, Path(path), Encoding.RAW, header, None, 0, None, 0, False)
+
+
+def test_forest_edges_and_missing_parents() -> None:
+    items = [
+        s("/r/p.jsonl", "p", created=1),
+        s("/r/c1.jsonl", "c1", "p", seed=4, created=3),
+        s("/r/c2.jsonl", "c2", "p", origin="subagent", created=2),
+        s("/r/g.jsonl", "g", "c1", seed=6, created=4),
+        s("/r/o.jsonl", "o", "gone", created=5),
+    ]
+    lineage = build_lineage(items)
+    (root,) = lineage.roots
+    assert root.summary.id == "p"
+    assert [c.summary.id for c in root.children] == ["c2", "c1"]  # oldest first
+    c2, c1 = root.children
+    assert (c2.seed_length, c2.origin) == (None, "subagent")
+    assert (c1.seed_length, c1.origin) == (4, None)
+    assert [g.summary.id for g in c1.children] == ["g"]
+    (missing,) = lineage.missing
+    assert missing.parent_id == "gone" and [c.summary.id for c in missing.children] == ["o"]
+    assert [p.kind for p in lineage.problems[Path("/r/o.jsonl")]] == [ProblemKind.MISSING_PARENT]
+    assert lineage.ancestors(Path("/r/g.jsonl")) == [Path("/r/c1.jsonl"), Path("/r/p.jsonl")]
+
+
+def test_duplicate_ids_resolve_to_the_nearest_log_on_disk() -> None:
+    items = [
+        s("/r/a/session.jsonl", "p"),
+        s("/r/b/session.jsonl", "p"),
+        s("/r/b/session.1.jsonl", "c", "p"),
+    ]
+    lineage = build_lineage(items)
+    assert lineage.parent_of[Path("/r/b/session.1.jsonl")] == Path("/r/b/session.jsonl")
+    for path in ("/r/a/session.jsonl", "/r/b/session.jsonl"):
+        assert [p.kind for p in lineage.problems[Path(path)]] == [ProblemKind.DUPLICATE_ID]
+
+
+def test_cycles_are_cut_and_reported() -> None:
+    items = [s("/r/a.jsonl", "a", "b"), s("/r/b.jsonl", "b", "a"), s("/r/x.jsonl", "x", "x")]
+    lineage = build_lineage(items)
+    seen = []
+    stack = [*lineage.roots, *(c for m in lineage.missing for c in m.children)]
+    while stack:
+        node = stack.pop()
+        seen.append(node.summary.id)
+        stack.extend(node.children)
+    assert sorted(seen) == ["a", "b", "x"]  # every session shown exactly once
+    for path in ("/r/a.jsonl", "/r/b.jsonl"):
+        assert ProblemKind.LINEAGE_CYCLE in [p.kind for p in lineage.problems[Path(path)]]
+
+
+def test_deep_chains_do_not_recurse() -> None:
+    items = [s("/r/0.jsonl", "0")] + [
+        s(f"/r/{i}.jsonl", str(i), str(i - 1), created=i) for i in range(1, 5000)
+    ]
+    lineage = build_lineage(items)
+    node = lineage.roots[0]
+    depth = 0
+    while node.children:
+        node = node.children[0]
+        depth += 1
+    assert depth == 4999

@@ -1,0 +1,48 @@
+"""Log-derived text is made safe before it reaches a terminal."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from turnline.core.textsafe import UNSAFE_CODEPOINTS, one_line, safe_text
+
+
+@pytest.mark.parametrize(
+    ("raw", "safe"),
+    [
+        ("\x1b[31mred\x1b[0m", "[31mred[0m"),
+        ("\x1b]0;pwned\x07title", "]0;pwnedtitle"),
+        ("a\x9b2Jb", "a2Jb"),  # C1 CSI
+        ("del\x7f", "del"),
+        ("nul\x00", "nul"),
+        ("\u202eevil\u202c", "evil"),
+        ("\u2066iso\u2069", "iso"),
+        ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+        ("plain ünïcødé 日本 😀", "plain ünïcødé 日本 😀"),
+    ],
+)
+def test_safe_text(raw: str, safe: str) -> None:
+    assert safe_text(raw) == safe
+
+
+def test_keep_newlines() -> None:
+    assert safe_text("a\r\nb\tc\x1b", keep_newlines=True) == "a\nb    c"
+    assert safe_text("a\nb") == "ab"
+
+
+def test_one_line() -> None:
+    assert one_line("  fix\n\tthe\r\nbug  ") == "fix the bug"
+    assert one_line("abcdef", 4) == "abc…"
+    assert one_line("abcd", 4) == "abcd"
+    assert one_line("abc", 0) == ""
+    assert one_line("\x1b[2J") == "[2J"
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=())))
+def test_nothing_unsafe_survives(text: str) -> None:
+    for out in (safe_text(text), one_line(text), safe_text(text, keep_newlines=True)):
+        assert not any(ord(ch) in UNSAFE_CODEPOINTS for ch in out if ch != "\n")
+        assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in out)
+        out.encode("utf-8")  # always printable on a UTF-8 terminal
+    assert "\n" not in one_line(text)
