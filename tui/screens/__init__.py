@@ -1,1 +1,6 @@
-"""placeholder"""
+"""The app's modal screens (private modules, re-exported here)."""
+
+from ._fork import ForkPlan, ForkRequest, ForkScreen
+from ._help import HelpScreen
+
+__all__ = ["ForkPlan", "ForkRequest", "ForkScreen", "HelpScreen"]

@@ -1,0 +1,289 @@
+"""Pilot tests: the real app on real logs in tmp_path."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import orjson
+from textual.pilot import Pilot
+from turnline.core.layout import session_dir
+from turnline.tui import TurnlineApp, run_app
+from turnline.tui.screens import ForkScreen
+from turnline.tui.widgets import SessionTree, TurnDetail, TurnTimeline
+
+from .conftest import CWD, Family, wait_for
+
+SIZE = (120, 36)
+
+
+def make_app(root: Path) -> TurnlineApp:
+    return TurnlineApp(root, tz=UTC)
+
+
+async def ready(pilot: Pilot[Any]) -> TurnlineApp:
+    app = pilot.app
+    assert isinstance(app, TurnlineApp)
+
+    def loaded() -> bool:
+        """the first session to load"""
+        return app.view is not None and not app.query_one(TurnTimeline).loading
+
+    await wait_for(pilot, loaded)
+    return app
+
+
+async def open_session(pilot: Pilot[Any], path: Path) -> TurnlineApp:
+    app = await ready(pilot)
+    app.open_session(path)
+
+    def shown() -> bool:
+        """the session's timeline"""
+        return app.view is not None and app.view.path == path and app._wanted is None
+
+    await wait_for(pilot, shown)
+    await pilot.pause()
+    return app
+
+
+def notifications(app: TurnlineApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def session_logs(root: Path) -> set[Path]:
+    return set(root.rglob("session*.jsonl"))
+
+
+async def test_selecting_sessions_shows_their_timelines(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        timeline = app.query_one(TurnTimeline)
+        assert [t.reason for t in timeline.turns] == [
+            "completed",
+            "completed",
+            "max-tokens",
+            "error",
+        ]
+        assert timeline.row_count == 4
+        tree = app.query_one(SessionTree)
+        assert tree.highlighted_path == family.parent
+        # Moving the tree cursor onto another session loads it.
+        await pilot.press("down")
+        await wait_for(pilot, lambda: app.view is not None and app.view.path != family.parent)
+        assert app.view is not None
+        assert app.view.path == tree.highlighted_path
+
+
+async def test_child_shows_seed_divider_and_dims_inherited_rows(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        timeline = app.query_one(TurnTimeline)
+        # Two inherited turns, the divider, then the child's own turn.
+        assert timeline.row_count == 4
+        assert timeline.turn_index_at(2) is None
+        divider = timeline.divider
+        assert divider is not None
+        assert divider.parent_id == "aaaa1111-parent"
+        row = timeline.get_row_at(2)
+        assert "forked from Refactor the tokenizer" in row[5].plain
+        assert f"at seq {divider.boundary}" in row[5].plain
+        assert timeline.is_seed(timeline.turns[0]) and not timeline.is_seed(timeline.turns[2])
+        assert "dim" in str(timeline.get_row_at(0)[3].style)
+
+
+async def test_detail_shows_conversation_and_tool_calls(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=0)
+        detail = app.query_one(TurnDetail)
+
+        def has_tools() -> bool:
+            """the first turn's tool calls in the detail pane"""
+            return "tokenizer.py" in " ".join(str(w.render()) for w in detail.query("Static"))
+
+        await wait_for(pilot, has_tools)
+        texts = " ".join(str(w.render()) for w in detail.query("Static"))
+        assert "Refactor the tokenizer into its own module" in texts
+        assert "Done: tokenizer.py." in texts
+        titles = [c.title for c in detail.query("Collapsible")]
+        assert any(t.startswith("⚒ read(") for t in titles)
+        # v shows the raw events of the turn as JSON.
+        await pilot.press("v")
+        await pilot.pause()
+        raw = " ".join(str(w.render()) for w in detail.query(".raw"))
+        assert '"type": "turn/end"' in raw
+
+
+async def test_fork_end_to_end(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=1)
+        await pilot.pause()
+        boundary = timeline.turns[1].end_seq
+        assert boundary is not None
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        await pilot.press(*"my-branch")
+        await pilot.press("enter")
+        expected = session_dir(family.root, "my-branch", CWD) / "session.jsonl"
+        await wait_for(pilot, expected.exists)
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == expected)
+        header = orjson.loads(expected.read_bytes().split(b"\n", 1)[0])
+        assert header["parentSession"] == "aaaa1111-parent"
+        assert header["seedLength"] == boundary + 1
+        tree = app.query_one(SessionTree)
+        assert tree.node_of(expected) is not None
+        assert tree.highlighted_path == expected
+        # The child shows its seed (2 turns), then the divider.
+        assert app.query_one(TurnTimeline).row_count == 3
+        assert any("my-branch" in m for m in notifications(app))
+
+
+async def test_fork_cancelled_writes_nothing(family: Family) -> None:
+    before = session_logs(family.root)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        app.query_one(TurnTimeline).focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ForkScreen))
+        await pilot.pause(0.2)
+    assert session_logs(family.root) == before
+
+
+async def test_fork_refused_on_open_turn(family: Family) -> None:
+    before = session_logs(family.root)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.live)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=1)
+        await pilot.pause()
+        assert timeline.current_turn is not None and timeline.current_turn.is_open
+        # The footer shows the fork binding dimmed.
+        assert app.active_bindings["f"].enabled is False
+        await pilot.press("f")
+        await pilot.pause()
+        assert not isinstance(app.screen, ForkScreen)
+        assert "turn 2 is still open: it has no turn/end yet" in notifications(app)
+        # Moving to the completed turn enables it again.
+        timeline.move_cursor(row=0)
+        await pilot.pause()
+        assert app.active_bindings["f"].enabled is True
+    assert session_logs(family.root) == before
+
+
+async def test_fork_refused_on_divider(family: Family) -> None:
+    before = session_logs(family.root)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=2)
+        await pilot.pause()
+        assert timeline.on_divider
+        await pilot.press("f")
+        await pilot.pause()
+        assert any(m.startswith("not a turn boundary") for m in notifications(app))
+    assert session_logs(family.root) == before
+
+
+async def test_inherited_seed_rows_are_forkable(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=0)
+        await pilot.pause()
+        assert app.fork_refusal() is None
+        plan = app.fork_plan()
+        assert plan is not None and plan.parent_id == "bbbb2222-child"
+
+
+async def test_fork_with_existing_id_reports_the_core_code(family: Family) -> None:
+    before = session_logs(family.root)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        app.query_one(TurnTimeline).focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        await pilot.press(*"eeee5555-other", "enter")
+        await wait_for(
+            pilot, lambda: any("SESSION_ALREADY_EXISTS" in m for m in notifications(app))
+        )
+    assert session_logs(family.root) == before
+
+
+async def test_filter_narrows_the_tree_and_escape_clears_it(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        tree = app.query_one(SessionTree)
+        await pilot.press("slash")
+        await pilot.press(*"footer")
+        await pilot.pause()
+        assert tree.node_of(family.other) is not None
+        assert tree.node_of(family.parent) is None
+        assert tree.node_of(family.live) is None
+        # A filter on a child keeps its ancestors visible.
+        await pilot.press(*["backspace"] * 6, *"bbbb2222")
+        await pilot.pause()
+        assert tree.node_of(family.child) is not None
+        assert tree.node_of(family.parent) is not None
+        assert tree.node_of(family.other) is None
+        await pilot.press("escape")
+        await pilot.pause()
+        assert all(tree.node_of(p) is not None for p in (family.parent, family.live, family.other))
+        assert app.focused is tree
+
+
+async def test_jump_to_parent_lands_on_the_fork_turn(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        await pilot.press("p")
+        await wait_for(
+            pilot,
+            lambda: app.view is not None and app.view.path == family.parent and app._wanted is None,
+        )
+        await pilot.pause()
+        timeline = app.query_one(TurnTimeline)
+        assert timeline.current_turn is not None
+        assert timeline.current_turn.number == 2
+        assert app.query_one(SessionTree).highlighted_path == family.parent
+
+
+async def test_enter_on_divider_jumps_to_parent(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=2)
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: app.view is not None and app.view.path == family.parent and app._wanted is None,
+        )
+
+
+async def test_help_screen_opens_and_closes(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "Screen"
+
+
+def test_run_app_on_missing_root_says_so(tmp_path: Path, capsys: Any) -> None:
+    assert run_app(tmp_path / "nope") == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err
+    assert "Traceback" not in err

@@ -1,0 +1,480 @@
+"""The turnline app: session tree, turn timeline, turn detail; fork; live refresh."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import Footer, Header, Input
+from textual.worker import Worker, WorkerState, get_current_worker
+from turnline.core.root import RootError, SessionLookupError, SessionRoot
+from turnline.core.store import SessionForkError
+from turnline.core.summary import SessionSummary
+from turnline.core.timeline import TimelineBuilder, Turn
+
+from ._text import line, one_line
+from .commands import TurnlineCommands
+from .messages import (
+    Forked,
+    RootFailed,
+    RootScanned,
+    RootSnapshot,
+    SessionLoaded,
+    SessionView,
+    TurnEventsRead,
+)
+from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
+from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
+
+
+def snapshot_of(root: SessionRoot) -> RootSnapshot:
+    """A frozen picture of the root's sessions and lineage (call under the root lock)."""
+    return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage())
+
+
+class TurnlineApp(App[int]):
+    """Browse, follow and fork the dsh session logs under a root (or one log).
+
+    Args:
+        path: A root directory or a single `.jsonl` / `.jsonl.zstd` log.
+        poll: Watch by polling file sizes instead of OS notifications.
+        tz: The time zone turn times are shown in (None: the local one). Times come
+            from the logs only, never from the clock, so a fixed zone gives a fixed
+            screen.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "turnline"
+    AUTO_FOCUS = "#sessions"
+    COMMANDS = App.COMMANDS | {TurnlineCommands}
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("f", "fork", "Fork"),
+        # When `fork` is disabled the key falls through to this one, which says why.
+        Binding("f", "explain_fork", "Fork", show=False),
+        Binding("p", "parent", "Parent"),
+        Binding("v", "toggle_raw", "Raw"),
+        Binding("slash", "filter", "Filter"),
+        Binding("r", "reload", "Reload"),
+        Binding("question_mark", "help", "Help"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, path: Path, *, poll: bool = False, tz: tzinfo | None = None) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.poll = poll
+        self.tz = tz
+        self.root: SessionRoot | None = None
+        self.snapshot: RootSnapshot | None = None
+        self.view: SessionView | None = None
+        self._root_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wanted: Path | None = None
+        self._pending_seq: int | None = None
+        self._watching = False
+
+    # -- layout --------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="⑂")
+        with Vertical(id="left"):
+            yield Input(placeholder="filter: title, id or cwd", id="filter")
+            yield SessionTree(id="sessions")
+        with Vertical(id="right"):
+            yield TurnTimeline(tz=self.tz, id="timeline")
+            yield TurnDetail(tz=self.tz, id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = one_line(self.path.name or str(self.path), 60)
+        tree = self.query_one(SessionTree)
+        tree.border_title = Text("sessions")
+        tree.loading = True
+        tree.focus()
+        self.query_one(TurnTimeline).border_title = Text("turns")
+        self.query_one(TurnDetail).border_title = Text("detail")
+        self._scan()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # -- workers (all file I/O happens here; they only post messages) ---------------
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def _scan(self) -> None:
+        with self._root_lock:
+            root = self.root if self.root is not None else SessionRoot(self.path)
+            root.scan()
+            snapshot = snapshot_of(root)
+        self.post_message(RootScanned(root, snapshot))
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self, root: SessionRoot, summary: SessionSummary) -> None:
+        with self._root_lock:
+            loaded = root.load(summary)
+            snapshot = snapshot_of(root)
+        if get_current_worker().is_cancelled:
+            return
+        seed = loaded.timeline.seed_length
+        builder = TimelineBuilder(seed).feed(loaded.events_between(0, None))
+        last = loaded.summary.last_seq
+        view = SessionView(loaded, builder, next_seq=last + 1 if last is not None else 0)
+        self.post_message(SessionLoaded(view, snapshot))
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _read_turn(self, view: SessionView, index: int, turn: Turn) -> None:
+        events = view.events_between(turn.first_seq, turn.end_seq)
+        if not get_current_worker().is_cancelled:
+            self.post_message(TurnEventsRead(view.path, index, events))
+
+    @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
+    def _fork(self, root: SessionRoot, summary: SessionSummary, request: ForkRequest) -> None:
+        with self._root_lock:
+            result = root.fork(summary, request.plan.boundary, request.child_id)
+            snapshot = snapshot_of(root)
+        self.post_message(Forked(result, snapshot))
+
+    @on(Worker.StateChanged)
+    def _on_worker_state(self, event: Worker.StateChanged) -> None:
+        """The one place worker failures become something the user can read."""
+        worker = event.worker
+        if event.state is not WorkerState.ERROR:
+            return
+        error = worker.error
+        if worker.group == "load":
+            self.query_one(TurnTimeline).loading = False
+        if isinstance(error, SessionForkError):
+            self.notify(
+                f"{error.code}: {error.message}",
+                title="Fork failed",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+        elif isinstance(error, RootError):
+            self.post_message(RootFailed(str(error)))
+        elif isinstance(error, SessionLookupError):
+            self.notify(f"{error.code}: {error.message}", severity="error", markup=False)
+        else:
+            self.notify(
+                f"{worker.group} failed: {type(error).__name__}: {error}",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
+
+    # -- root ----------------------------------------------------------------------
+
+    @on(RootScanned)
+    def _on_root_scanned(self, message: RootScanned) -> None:
+        self.root = message.root
+        self.snapshot = message.snapshot
+        tree = self.query_one(SessionTree)
+        tree.loading = False
+        first = self.view is None and self._wanted is None
+        select = self._wanted
+        if select is None and self.view is not None:
+            select = self.view.path
+        tree.show(message.snapshot, select=select)
+        if self.focused is None:
+            tree.focus()  # the loading overlay kept it from taking focus at mount
+        if first and tree.highlighted_path is None:
+            tree.select_first_session()
+        if self.view is not None and self.view.path in message.snapshot.summaries:
+            self._start_load(self.view.path, force=True)
+
+    @on(RootFailed)
+    def _on_root_failed(self, message: RootFailed) -> None:
+        self.query_one(SessionTree).loading = False
+        self.query_one(TurnDetail).show_turn(None, [], (), note=message.message)
+        self.notify(message.message, title="Cannot open root", severity="error", markup=False)
+
+    # -- selecting sessions and turns ----------------------------------------------
+
+    @on(SessionTree.SessionHighlighted)
+    def _on_session_highlighted(self, message: SessionTree.SessionHighlighted) -> None:
+        if message.path is not None:
+            self._start_load(message.path)
+
+    @on(SessionTree.NodeSelected)
+    def _on_node_selected(self, event: SessionTree.NodeSelected[Any]) -> None:
+        data = event.node.data
+        if data is not None and data.path is not None:
+            self.query_one(TurnTimeline).focus()
+
+    def _start_load(self, path: Path, *, force: bool = False) -> None:
+        if self.root is None or self.snapshot is None:
+            return
+        if not force and (
+            self._wanted == path or (self._wanted is None and self.view and self.view.path == path)
+        ):
+            return
+        summary = self.snapshot.summaries.get(path)
+        if summary is None:
+            return
+        self._wanted = path
+        self.query_one(TurnTimeline).loading = True
+        self._load(self.root, summary)
+
+    @on(SessionLoaded)
+    def _on_session_loaded(self, message: SessionLoaded) -> None:
+        view = message.view
+        if view.path != self._wanted:
+            return  # the user moved on before this load finished
+        self._wanted = None
+        same = self.view is not None and self.view.path == view.path
+        timeline = self.query_one(TurnTimeline)
+        cursor = timeline.current_turn_index if same else None
+        self.view = view
+        self.snapshot = message.snapshot
+        self.query_one(SessionTree).relabel(message.snapshot, [view.path])
+        if self._pending_seq is not None:
+            seq, self._pending_seq = self._pending_seq, None
+            for index, turn in enumerate(view.builder.snapshot().turns):
+                if turn.end_seq == seq or (turn.first_seq <= seq and turn.end_seq is None):
+                    cursor = index
+                    break
+        timeline.loading = False
+        summary = view.loaded.summary
+        title = Text("turns · ", end="")
+        title.append_text(line(summary.display_title(), limit=50))
+        timeline.border_title = title
+        timeline.show(view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor)
+        if not timeline.turns:
+            self._show_detail_note("this session has no turns yet")
+        self.refresh_bindings()
+
+    def _divider_of(self, view: SessionView) -> Divider | None:
+        header = view.loaded.summary.header
+        if header is None or header.parent_session is None or header.seed_length is None:
+            return None
+        parent_path = view.loaded.parent_path
+        parent = None
+        if self.snapshot is not None and parent_path is not None:
+            parent = self.snapshot.summaries.get(parent_path)
+        title = (
+            parent.display_title() if parent is not None else f"{header.parent_session} (missing)"
+        )
+        return Divider(title, header.parent_session, header.seed_length - 1)
+
+    def _problems(self) -> tuple[Any, ...]:
+        return self.view.loaded.problems if self.view is not None else ()
+
+    def _show_detail_note(self, note: str) -> None:
+        self.query_one(TurnDetail).show_turn(None, [], self._problems(), note=note)
+
+    @on(TurnTimeline.TurnHighlighted)
+    def _on_turn_highlighted(self, message: TurnTimeline.TurnHighlighted) -> None:
+        self.refresh_bindings()
+        view = self.view
+        if view is None:
+            return
+        # The message may be stale (rows replaced since): read the cursor as it is now.
+        timeline = message.timeline
+        index = timeline.current_turn_index
+        if index is None:
+            if timeline.divider is not None and timeline.on_divider:
+                divider = timeline.divider
+                self._show_detail_note(
+                    f"Forked from {one_line(divider.parent_title, 60)} "
+                    f"({divider.parent_id}) at seq {divider.boundary}: the rows above are "
+                    "the inherited seed. Enter jumps to the parent at that turn."
+                )
+            return
+        self._read_turn(view, index, timeline.turns[index])
+
+    @on(TurnEventsRead)
+    def _on_turn_events(self, message: TurnEventsRead) -> None:
+        view = self.view
+        timeline = self.query_one(TurnTimeline)
+        if view is None or view.path != message.path:
+            return
+        if timeline.current_turn_index != message.turn_index:
+            return
+        turn = timeline.turns[message.turn_index]
+        self.query_one(TurnDetail).show_turn(turn, message.events, self._problems())
+
+    @on(TurnTimeline.DividerChosen)
+    def _on_divider_chosen(self, message: TurnTimeline.DividerChosen) -> None:
+        self.action_parent()
+
+    # -- filter --------------------------------------------------------------------
+
+    @on(Input.Changed, "#filter")
+    def _on_filter_changed(self, event: Input.Changed) -> None:
+        self.query_one(SessionTree).set_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _on_filter_submitted(self) -> None:
+        self.query_one(SessionTree).focus()
+
+    def action_filter(self) -> None:
+        """Show the filter box and focus it."""
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear and hide the filter."""
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        tree = self.query_one(SessionTree)
+        tree.set_filter("")
+        tree.focus()
+
+    # -- actions -------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Disable (dim) actions that make no sense on the current row."""
+        if action == "fork":
+            return True if self.fork_refusal() is None else None
+        if action == "explain_fork":
+            return self.fork_refusal() is not None
+        if action == "parent":
+            return True if self._parent_target() is not None else None
+        if action == "toggle_raw":
+            return True if self.query_one(TurnTimeline).current_turn is not None else None
+        if action == "clear_filter":
+            return bool(self.query_one("#filter", Input).display)
+        return True
+
+    def fork_refusal(self) -> str | None:
+        """Why `f` cannot fork at the highlighted row, or None if it can."""
+        view = self.view
+        if view is None or self._wanted is not None:
+            return "no session is open yet"
+        timeline = self.query_one(TurnTimeline)
+        if not timeline.turns and not timeline.divider:
+            return "this session has no turns to fork at"
+        if timeline.on_divider:
+            return "not a turn boundary: this is the seed divider (Enter jumps to the parent)"
+        turn = timeline.current_turn
+        if turn is None:
+            return "no turn is highlighted"
+        if turn.end_seq is None:
+            return f"turn {turn.number} is still open: it has no turn/end yet"
+        if turn.end_seq >= view.loaded.contiguous and not view.tail:
+            return (
+                f"turn {turn.number} ends past a seq gap (events are contiguous only up to "
+                f"seq {view.loaded.contiguous - 1}): not a valid seed"
+            )
+        return None
+
+    def fork_plan(self) -> ForkPlan | None:
+        """The fork the highlighted row offers."""
+        view = self.view
+        turn = self.query_one(TurnTimeline).current_turn
+        if view is None or turn is None or turn.end_seq is None or self.fork_refusal():
+            return None
+        summary = view.loaded.summary
+        return ForkPlan(summary.display_title(), summary.id, turn.number, turn.end_seq)
+
+    def action_fork(self) -> None:
+        """Open the fork dialog for the highlighted turn/end."""
+        plan = self.fork_plan()
+        view = self.view
+        if plan is None or view is None:
+            self.action_explain_fork()
+            return
+        summary = view.loaded.summary
+
+        def done(request: ForkRequest | None) -> None:
+            if request is not None and self.root is not None:
+                self._fork(self.root, summary, request)
+
+        self.push_screen(ForkScreen(plan), done)
+
+    def action_explain_fork(self) -> None:
+        """Say why the highlighted row cannot be forked."""
+        why = self.fork_refusal() or "cannot fork here"
+        self.notify(why, title="Cannot fork here", severity="warning", markup=False)
+
+    @on(Forked)
+    def _on_forked(self, message: Forked) -> None:
+        result = message.result
+        self.snapshot = message.snapshot
+        child = result.child
+        self.query_one(SessionTree).show(message.snapshot, select=child.path)
+        self._start_load(child.path)
+        self.query_one(TurnTimeline).focus()
+        self.notify(
+            f"{child.id} ← {result.parent_id} at seq {result.boundary} "
+            f"({child.events} events inherited)",
+            title="Forked",
+            markup=False,
+        )
+
+    def _parent_target(self) -> tuple[Path, int | None] | None:
+        view = self.view
+        if view is None or view.loaded.parent_path is None:
+            return None
+        seed = view.loaded.summary.seed_length
+        return view.loaded.parent_path, (seed - 1 if seed else None)
+
+    def action_parent(self) -> None:
+        """Go to the parent session, at the turn the child was forked from."""
+        target = self._parent_target()
+        if target is None:
+            view = self.view
+            pid = view.loaded.summary.parent_session if view is not None else None
+            why = (
+                f"parent session {pid} is not under this root"
+                if pid
+                else "this session has no parent"
+            )
+            self.notify(why, severity="warning", markup=False)
+            return
+        path, seq = target
+        tree = self.query_one(SessionTree)
+        if tree.node_of(path) is None:
+            self.action_clear_filter()
+        self._pending_seq = seq
+        tree.select_path(path)
+        self._start_load(path)
+
+    def open_session(self, path: Path) -> None:
+        """Select a session in the tree (clearing a filter that hides it) and open it."""
+        tree = self.query_one(SessionTree)
+        if tree.node_of(path) is None:
+            self.action_clear_filter()
+        tree.select_path(path)
+        self._start_load(path)
+
+    def action_toggle_raw(self) -> None:
+        """Toggle the raw JSON events of the highlighted turn."""
+        self.query_one(TurnDetail).toggle_raw()
+
+    def action_reload(self) -> None:
+        """Rescan the root from disk."""
+        self.query_one(SessionTree).loading = True
+        self._scan()
+
+    def action_help(self) -> None:
+        """Show keys and markers."""
+        self.push_screen(HelpScreen())
+
+
+def run_app(path: Path, *, poll: bool = False) -> int:
+    """Open the app on a root or log; returns the exit status.
+
+    A missing or unusable path prints one clear line to stderr and returns 1.
+    """
+    try:
+        SessionRoot(Path(path))
+    except RootError as exc:
+        print(f"turnline: {exc}", file=sys.stderr)
+        return 1
+    app = TurnlineApp(Path(path), poll=poll)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,94 @@
+"""The fork dialog: confirm the boundary, name the child (or let the core name it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from .._text import line
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    """What the dialog proposes: fork `parent_id` through seq `boundary`."""
+
+    parent_title: str
+    parent_id: str
+    turn_number: int
+    boundary: int
+
+    @property
+    def inherits(self) -> int:
+        """How many events the child inherits as its seed."""
+        return self.boundary + 1
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """The user's confirmed fork; `child_id` None means "generate one"."""
+
+    plan: ForkPlan
+    child_id: str | None
+
+
+class ForkScreen(ModalScreen[ForkRequest | None]):
+    """Asks for the child id; Enter forks, Escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, plan: ForkPlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        plan = self.plan
+        facts = Text(end="")
+        facts.append("parent    ", style="bold")
+        facts.append_text(line(plan.parent_title, limit=50))
+        facts.append("\n          ")
+        facts.append_text(line(plan.parent_id, style="dim", limit=50))
+        facts.append("\nboundary  ", style="bold")
+        facts.append(f"seq {plan.boundary}  (turn/end of turn {plan.turn_number})")
+        facts.append("\ninherits  ", style="bold")
+        facts.append(f"{plan.inherits} event{'s' if plan.inherits != 1 else ''}")
+        with Vertical(id="fork-dialog"):
+            yield Label(Text("⑂ Fork session", style="bold"), id="fork-title")
+            yield Static(facts, id="fork-facts")
+            yield Label("child id (blank = generated)")
+            yield Input(placeholder="generated UUID", id="child-id")
+            with Horizontal(id="fork-buttons"):
+                yield Button("Fork", variant="primary", id="fork")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#child-id", Input).focus()
+
+    def _submit(self) -> None:
+        value = self.query_one("#child-id", Input).value.strip()
+        self.dismiss(ForkRequest(self.plan, value or None))
+
+    @on(Input.Submitted, "#child-id")
+    def _on_child_id_submitted(self) -> None:
+        self._submit()
+
+    @on(Button.Pressed, "#fork")
+    def _on_fork_pressed(self) -> None:
+        self._submit()
+
+    @on(Button.Pressed, "#cancel")
+    def _on_cancel_pressed(self) -> None:
+        self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        """Close without forking."""
+        self.dismiss(None)

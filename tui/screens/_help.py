@@ -1,0 +1,68 @@
+"""The help screen: what the panes show and which keys do what."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("↑ ↓  j k", "move in the focused pane"),
+    ("Tab / Shift+Tab", "next / previous pane"),
+    ("Enter", "open the session; on a seed divider: jump to the parent"),
+    ("f", "fork at the highlighted turn/end (⑂ rows)"),
+    ("p", "jump to the parent session, at the turn it was forked from"),
+    ("v", "toggle the raw events (JSON) of the turn"),
+    ("/", "filter sessions by title, id or cwd (Escape clears)"),
+    ("r", "reload the root from disk"),
+    ("Ctrl+P", "command palette: the same actions by name"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+MARKERS: tuple[tuple[str, str], ...] = (
+    ("⑂", "a fork point (turn ended with turn/end); in the tree: a user fork"),
+    ("●", "an open turn: an agent is writing it now (not forkable yet)"),
+    ("● live", "the session has an open turn"),
+    ("⚙", "a subagent child (spawned by a tool call)"),
+    ("⚠ n", "the log has n problems (shown in the detail pane)"),
+    ("dim rows", "turns a fork child inherited from its parent (its seed)"),
+)
+
+
+def help_table() -> Table:
+    """The keys and markers as a Rich table."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    table.add_row(Text("Keys", style="bold underline"), "")
+    for key, what in KEYS:
+        table.add_row(key, what)
+    table.add_row("", "")
+    table.add_row(Text("Markers", style="bold underline"), "")
+    for mark, what in MARKERS:
+        table.add_row(mark, what)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and markers; any of Escape, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "close", "Close"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-dialog"):
+            yield Static(Text("turnline: sessions, turns, forks", style="bold"), id="help-title")
+            yield Static(help_table())
+
+    def action_close(self) -> None:
+        """Close the help."""
+        self.dismiss(None)

@@ -1,0 +1,285 @@
+"""The session tree: projects (cwd), then lineage, one node per log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+from turnline.core.lineage import LineageNode
+from turnline.core.summary import SessionSummary
+
+from .._text import line
+from ..messages import RootSnapshot
+
+NO_CWD = "(no cwd)"
+TITLE_WIDTH = 34
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """What a tree node stands for.
+
+    Attributes:
+        kind: `project`, `session` or `missing` (a parent absent from the root).
+        key: The project cwd, the log path, or the missing parent's id.
+        path: The log path for a session node.
+    """
+
+    kind: str
+    key: str
+    path: Path | None = None
+
+
+def short_id(session_id: str) -> str:
+    """The first 8 characters of an id (UUIDs are unique enough there)."""
+    return session_id[:8]
+
+
+def session_label(
+    summary: SessionSummary, problems: int, *, width: int = TITLE_WIDTH, filtered: bool = False
+) -> Text:
+    """The label of a session node: title, short id, turns and markers."""
+    label = Text(no_wrap=True, end="")
+    if summary.origin == "subagent":
+        label.append("⚙ ", style="magenta")
+    elif summary.parent_session is not None and summary.seed_length is not None:
+        label.append("⑂ ", style="cyan")
+    if summary.title:
+        label.append_text(line(summary.title, limit=width))
+        label.append(" ")
+        label.append_text(line(short_id(summary.id), style="dim"))
+    else:
+        label.append_text(line(summary.id, style="italic", limit=width))
+    label.append(f" {summary.turns}t", style="dim")
+    if summary.open_turn:
+        label.append(" ● live", style="bold green")
+    if problems:
+        label.append(f" ⚠ {problems}", style="bold yellow")
+    if filtered:
+        label.stylize("bold")
+    return label
+
+
+class SessionTree(Tree[TreeEntry]):
+    """Sessions grouped by project, each fork child nested under its parent.
+
+    The tree keeps a node per log path so live changes relabel one node instead of
+    rebuilding; a structural change (a session added or removed) rebuilds it while
+    keeping the cursor on the same session and the same folds open.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
+
+    class SessionHighlighted(Message):
+        """The cursor moved onto a session node (None: onto something else)."""
+
+        def __init__(self, path: Path | None) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("sessions", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self._session_nodes: dict[Path, TreeNode[TreeEntry]] = {}
+        self._snapshot: RootSnapshot | None = None
+        self._filter = ""
+        self._collapsed: set[str] = set()
+
+    @property
+    def snapshot(self) -> RootSnapshot | None:
+        """The snapshot the tree shows."""
+        return self._snapshot
+
+    @property
+    def highlighted_path(self) -> Path | None:
+        """The log under the cursor, if the cursor is on a session."""
+        node = self.cursor_node
+        if node is None or node.data is None:
+            return None
+        return node.data.path
+
+    def node_of(self, path: Path) -> TreeNode[TreeEntry] | None:
+        """The node showing a log, if it is shown."""
+        return self._session_nodes.get(path)
+
+    def show(self, snapshot: RootSnapshot, *, select: Path | None = None) -> None:
+        """Rebuild from a snapshot; keep (or move) the cursor to a session."""
+        keep = select if select is not None else self.highlighted_path
+        self._remember_folds()
+        self._snapshot = snapshot
+        self._rebuild()
+        if keep is not None:
+            self.select_path(keep)
+
+    def relabel(self, snapshot: RootSnapshot, paths: list[Path]) -> None:
+        """Refresh the labels of some sessions (counts, live marker) in place."""
+        self._snapshot = snapshot
+        for path in paths:
+            node = self._session_nodes.get(path)
+            summary = snapshot.summaries.get(path)
+            if node is not None and summary is not None:
+                node.set_label(self._label(summary))
+
+    def set_filter(self, text: str) -> None:
+        """Show only sessions whose title, id or cwd contains `text` (and their kin)."""
+        text = text.strip().lower()
+        if text == self._filter:
+            return
+        keep = self.highlighted_path
+        self._remember_folds()
+        self._filter = text
+        self._rebuild()
+        if keep is not None and keep in self._session_nodes:
+            self.select_path(keep)
+        else:
+            self.select_first_session()
+
+    def select_path(self, path: Path) -> bool:
+        """Move the cursor to a session (unfolding its ancestors)."""
+        node = self._session_nodes.get(path)
+        if node is None:
+            return False
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        # The line index is only known after the tree re-lays out its lines.
+        self.call_after_refresh(self._move_to, node)
+        self._move_to(node)
+        return True
+
+    def _move_to(self, node: TreeNode[TreeEntry]) -> None:
+        if node.tree is self and node.line >= 0:
+            self.move_cursor(node, animate=False)
+
+    def select_first_session(self) -> None:
+        """Move the cursor to the first session shown."""
+        for path in self._session_nodes:
+            self.select_path(path)
+            return
+
+    # -- building ------------------------------------------------------------------
+
+    def _label(self, summary: SessionSummary) -> Text:
+        snapshot = self._snapshot
+        problems = len(snapshot.problems_of(summary.path)) if snapshot else 0
+        return session_label(summary, problems, filtered=bool(self._filter))
+
+    def _remember_folds(self) -> None:
+        def walk(node: TreeNode[TreeEntry]) -> None:
+            for child in node.children:
+                if child.data is not None and child.allow_expand:
+                    key = f"{child.data.kind}:{child.data.key}"
+                    if child.is_expanded:
+                        self._collapsed.discard(key)
+                    else:
+                        self._collapsed.add(key)
+                walk(child)
+
+        walk(self.root)
+
+    def _matches(self, summary: SessionSummary) -> bool:
+        needle = self._filter
+        if not needle:
+            return True
+        hay = f"{summary.display_title()}\n{summary.id}\n{summary.cwd or ''}".lower()
+        return needle in hay
+
+    def _visible(self, node: LineageNode, cache: dict[Path, bool]) -> bool:
+        """A lineage node is shown if it or any descendant matches the filter."""
+        hit = cache.get(node.summary.path)
+        if hit is None:
+            hit = self._matches(node.summary) or any(self._visible(c, cache) for c in node.children)
+            cache[node.summary.path] = hit
+        return hit
+
+    def _rebuild(self) -> None:
+        self.clear()
+        self._session_nodes = {}
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        lineage = snapshot.lineage
+        by_project: dict[str, list[tuple[str, LineageNode | tuple[str, tuple[LineageNode, ...]]]]]
+        by_project = {}
+        for root in lineage.roots:
+            cwd = root.summary.cwd or NO_CWD
+            by_project.setdefault(cwd, []).append(("session", root))
+        for missing in lineage.missing:
+            cwd = missing.children[0].summary.cwd or NO_CWD if missing.children else NO_CWD
+            orphans = (missing.parent_id, missing.children)
+            by_project.setdefault(cwd, []).append(("missing", orphans))
+        cache: dict[Path, bool] = {}
+        for cwd in sorted(by_project, key=lambda c: (c == NO_CWD, c)):
+            items = by_project[cwd]
+            shown = [
+                item
+                for item in items
+                if (
+                    self._visible(item[1], cache)
+                    if isinstance(item[1], LineageNode)
+                    else any(self._visible(c, cache) for c in item[1][1])
+                )
+            ]
+            if not shown:
+                continue
+            count = sum(1 for item in items if isinstance(item[1], LineageNode))
+            project_label = Text(no_wrap=True, end="")
+            project_label.append_text(line(cwd, style="bold", limit=60))
+            project_label.append(f"  {count}", style="dim")
+            key = f"project:{cwd}"
+            project = self.root.add(
+                project_label,
+                data=TreeEntry("project", cwd),
+                expand=key not in self._collapsed,
+            )
+            for _kind, item in shown:
+                if isinstance(item, LineageNode):
+                    self._add_session(project, item, cache)
+                else:
+                    parent_id, children = item
+                    label = Text("missing parent ", style="italic red", end="")
+                    label.append_text(line(short_id(parent_id), style="red"))
+                    mkey = f"missing:{parent_id}"
+                    group = project.add(
+                        label,
+                        data=TreeEntry("missing", parent_id),
+                        expand=mkey not in self._collapsed,
+                    )
+                    for child in children:
+                        if self._visible(child, cache):
+                            self._add_session(group, child, cache)
+
+    def _add_session(
+        self, parent: TreeNode[TreeEntry], root: LineageNode, cache: dict[Path, bool]
+    ) -> None:
+        # Iterative: real lineage chains can be thousands of forks deep.
+        stack: list[tuple[TreeNode[TreeEntry], LineageNode]] = [(parent, root)]
+        while stack:
+            under, lineage_node = stack.pop()
+            summary = lineage_node.summary
+            entry = TreeEntry("session", str(summary.path), summary.path)
+            kids = [c for c in lineage_node.children if self._visible(c, cache)]
+            if kids:
+                key = f"session:{summary.path}"
+                expand = key not in self._collapsed
+                node = under.add(self._label(summary), data=entry, expand=expand)
+            else:
+                node = under.add_leaf(self._label(summary), data=entry)
+            self._session_nodes[summary.path] = node
+            stack.extend((node, kid) for kid in reversed(kids))
+
+    def _on_tree_node_highlighted(self, event: Tree.NodeHighlighted[TreeEntry]) -> None:
+        event.stop()
+        data = event.node.data
+        self.post_message(self.SessionHighlighted(data.path if data is not None else None))
