@@ -33,9 +33,15 @@ import orjson
 from .codec import encode_records, parse_header
 from .layout import session_dir
 from .logfile import Encoding, encoding_of, read_log
-from .model import FORMAT_VERSION, TURN_END, TURN_START, SessionEvent, SessionHeader
+from .model import (
+    FORMAT_VERSION,
+    TURN_END,
+    TURN_START,
+    ProblemKind,
+    SessionEvent,
+    SessionHeader,
+)
 from .root import SessionRoot
-from .store import SessionStore
 from .writer import append_events, log_name, write_new_file
 
 DEFAULT_PROVIDER: Final = "deepseek-official"
@@ -150,7 +156,7 @@ _TEXT: Final = (
     "I found the cause: `{symbol}` in `{file}` reads shared state before the previous "
     "request has committed.",
     "I changed `{file}` so that `{symbol}` holds the lock for the whole update.",
-    "Running `{command}` now gives {n} passed, 0 failed.",
+    "Running `{tests}` now gives {n} passed, 0 failed.",
     "There are {n} other callers of `{symbol}`; none of them relies on the old ordering.",
     "Next I would add a regression test that runs two requests concurrently.",
     "The remaining warning comes from a deprecated argument in `{file}`; it is harmless.",
@@ -302,6 +308,7 @@ class TurnFactory:
             file=self.rng.choice(p.files),
             symbol=self.rng.choice(p.symbols),
             command=self.rng.choice(p.commands),
+            tests=self.rng.choice([c for c in p.commands if "test" in c] or ["make check"]),
             n=self.rng.randint(2, 48),
             name=self.rng.choice(p.symbols).split(".")[-1].replace(" ", "_"),
         )
@@ -310,11 +317,16 @@ class TurnFactory:
         """Sentences from templates until about `words` words."""
         out: list[str] = []
         count = 0
+        pool: list[str] = []
         while count < max(words, 1):
-            sentence = self._fill(self.rng.choice(templates))
-            out.append(sentence)
+            if not pool:  # each template once before any repeats
+                pool = list(templates)
+                self.rng.shuffle(pool)
+            sentence = self._fill(pool.pop())
+            # A multi-line sentence (a list) stands as its own paragraph.
+            out.append(f"\n\n{sentence}\n\n" if "\n" in sentence else sentence)
             count += len(sentence.split())
-        return " ".join(out)
+        return re.sub(r" ?\n\n ?", "\n\n", " ".join(out)).strip()
 
     def _tokens(self, text: str) -> list[str]:
         """Split text the way a model streams it: words with their leading space, some cut."""
@@ -878,9 +890,6 @@ class _DemoBuilder:
         self.dest = dest
         self.rng = random.Random(seed)
         self.now = now_ms
-        # The in-memory store checks what every ordinary log holds: unique ids and
-        # contiguous seqs. Logs that are broken on purpose bypass it.
-        self.store = SessionStore()
         self.roles: dict[str, Path] = {}
         self.ids: dict[str, str] = {}
         self.events: dict[str, list[SessionEvent]] = {}
@@ -918,9 +927,11 @@ class _DemoBuilder:
         checked: bool = True,
     ) -> Path:
         """Write one log atomically; `prefix` replaces the encoding of the seed events."""
-        if checked:
-            meta = {k: v for k, v in header.to_json_dict().items() if k not in ("type", "id")}
-            self.store.create(header.id, seed=events, meta=meta)
+        if header.id in self.ids.values():
+            raise RuntimeError(f"demo session id {header.id} generated twice")
+        if checked and any(e.seq != i for i, e in enumerate(events)):
+            # Only the logs that are broken on purpose may break contiguity.
+            raise RuntimeError(f"demo session {role} has non-contiguous seqs")
         path = session_dir(self.dest, header.id, header.cwd) / log_name(Encoding.RAW)
         seed_length = (header.seed_length or 0) if prefix is not None else 0
         body = encode_records(list(events[seed_length:]))
@@ -1424,9 +1435,20 @@ class _DemoBuilder:
                 {
                     "user": "Explain git rebase --onto with an example.",
                     "tools": 0,
-                    "text_words": 90,
+                    "answer": "`git rebase --onto <newbase> <upstream> <branch>` replays the "
+                    "commits of <branch> that are not in <upstream> on top of <newbase>.\n\n"
+                    "Example: `feature` was branched from `topic`, but you want it on `main` "
+                    "without topic's commits:\n\n"
+                    "    git rebase --onto main topic feature\n\n"
+                    "Only the commits after `topic` move; `topic` itself stays where it is.",
                 },
-                {"user": "And how do I undo it if it goes wrong?", "tools": 0},
+                {
+                    "user": "And how do I undo it if it goes wrong?",
+                    "tools": 0,
+                    "answer": "Use the reflog: `git reflog feature` shows where the branch was "
+                    "before the rebase, then `git reset --hard feature@{1}` puts it back. "
+                    "`ORIG_HEAD` also points at the old tip right after the rebase.",
+                },
             ],
         )
         self.write("no-cwd", self.header(f.new_id(), created, None), events)
@@ -1492,7 +1514,8 @@ class LiveWriter(threading.Thread):
         if contents.header is None:
             raise ValueError(f"{self.path} has no session header")
         if contents.problems and any(
-            p.kind not in ("missing-version", "foreign-version") for p in contents.problems
+            p.kind not in (ProblemKind.MISSING_VERSION, ProblemKind.FOREIGN_VERSION)
+            for p in contents.problems
         ):
             kinds = ", ".join(sorted({str(p.kind) for p in contents.problems}))
             raise ValueError(f"{self.path} has problems ({kinds}); appending would hide them")
