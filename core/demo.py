@@ -462,7 +462,12 @@ class TurnFactory:
             lead_in: Extra `(type, data)` events right after `turn/start` (e.g. a
                 `subagent/descriptor`).
             answer: The final answer text (None: generated prose of `text_words`).
+
+        Raises:
+            ValueError: `reason` is not one of the format's reason kinds.
         """
+        if close and reason not in REASONS:
+            raise ValueError(f"unknown turn/end reason {reason!r}; expected one of {list(REASONS)}")
         rng = self.rng
         if isinstance(tools, int) or tools is None:
             count = tools if isinstance(tools, int) else rng.choice((0, 1, 1, 2, 3))
@@ -500,7 +505,9 @@ class TurnFactory:
         for step in range(1, steps + 1):
             c.emit("step/start", {"turn": number, "step": step}, dt=rng.randint(1, 15))
             if step == 1:
-                user_event = c.emit("user/message", user_message, extra={"surfaceOp": "append"})
+                user_event = c.emit(
+                    "user/message", _deep(user_message), extra={"surfaceOp": "append"}
+                )
                 user_seq = user_event.seq
                 c.emit(
                     "user/message",

@@ -336,3 +336,8 @@ def test_live_writer_refuses_a_log_it_would_damage(demo: DemoRoot, tmp_path: Pat
         LiveWriter(junk)
     # Refusing never touched the files.
     assert read_log(demo.roles["torn-tail"]).problems[0].kind == "torn-tail"
+
+
+def test_turn_factory_refuses_an_unknown_reason() -> None:
+    with pytest.raises(ValueError, match="unknown turn/end reason"):
+        TurnFactory(random.Random(1)).turn(0, 0, 1, reason="finished")
