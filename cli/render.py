@@ -105,9 +105,10 @@ def _seqs(turn: Turn) -> str:
 
 
 def _reason(turn: Turn) -> str:
+    reason = one_line(turn.reason, 20)  # a kind the log names: untrusted like the rest
     if turn.detail:
-        return f"{turn.reason} ({one_line(turn.detail, 24)})"
-    return turn.reason
+        return f"{reason} ({one_line(turn.detail, 24)})"
+    return reason
 
 
 def problem_line(problem: LogProblem) -> str:
