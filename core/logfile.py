@@ -165,6 +165,9 @@ class LogReader:
                         self._add(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
                         batch.problems.extend(self.problems)
                     return batch
+                if self.offset == 0 and self.problems:
+                    # It was empty when last read; now the writer has begun: start over.
+                    self.problems = [p for p in self.problems if p.kind is not ProblemKind.EMPTY]
                 fh.seek(self.offset)
                 chunk = fh.read()
         except OSError as exc:
