@@ -78,11 +78,13 @@ def write_new_file(final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _
         OSError: any I/O failure; no partial file is left under `final`.
     """
     folder = final.parent
+    created_folder = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     if final.exists():
         raise LogExistsError(f"{final} already exists")
     tmp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
     written = 0
+    linked = False
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -102,8 +104,21 @@ def write_new_file(final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _
             os.link(tmp, final)
         except FileExistsError as exc:
             raise LogExistsError(f"{final} already exists") from exc
+        linked = True
         fault("dirsync")
         fsync_dir(folder)
+    except BaseException as exc:
+        if linked:
+            # The name is ours (the link was exclusive) but not durable: take it back,
+            # so a failure always means "nothing under the final name", as promised.
+            with contextlib.suppress(OSError):
+                os.unlink(final)
+        if created_folder and not isinstance(exc, LogExistsError):
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)  # only if still empty: never removes anyone's file
+        raise
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
