@@ -319,6 +319,9 @@ class RootWatcher:
         # Folders that could not be listed: reported once each, with the next batch.
         self._reported_dirs: set[Path] = set()
         self._folder_problems: list[RootChange] = []
+        #: Set once `watch` has read the root and is listening: anything written
+        #: after this is reported as a change.
+        self.primed = threading.Event()
 
     # -- public --------------------------------------------------------------------------
 
@@ -334,6 +337,7 @@ class RootWatcher:
             yield [RootGone(self.root.path, _gone_message(self.root.path, exc))]
             return
         self._root_identity = (st.st_dev, st.st_ino)
+        self.primed.clear()
         if self.poll:
             yield from self._watch_poll(stop)
         else:
@@ -369,6 +373,10 @@ class RootWatcher:
                 if raw == "stop" or stop.is_set():
                     return
                 changes: list[RootChange] = []
+                if isinstance(raw, set) and (3, str(self.root.path)) in raw:
+                    # Reported even if a new folder already took the name (and inode).
+                    yield [RootGone(self.root.path, f"{self.root.path} was removed")]
+                    return
                 gone = self._root_gone()
                 if gone is not None:
                     yield [gone]
@@ -507,6 +515,7 @@ class RootWatcher:
         elif self.root.single not in self._tracked:
             changes.extend(self._consider(self.root.single))
         changes.extend(self._take_folder_problems())
+        self.primed.set()
         return changes
 
     def _root_gone(self) -> RootGone | None:
@@ -587,6 +596,11 @@ class RootWatcher:
         if not stat.S_ISREG(st.st_mode):
             return []
         key = _stat_key(st)
+        if st.st_size == 0 and path != self.root.single:
+            # Just created, nothing written yet: not a session until its header lands
+            # (a live view should not flash an "empty log" problem).
+            self._candidates[path] = key
+            return []
         if path in self._candidates and self._candidates[path] == key:
             return []  # unchanged since it was last found wanting
         layout_id = _layout_id(path)

@@ -137,6 +137,8 @@ class Live:
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+        # Changes made before priming would be part of the initial state, not changes.
+        assert self.watcher.primed.wait(DEADLINE_S), "the watcher did not prime"
 
     def _run(self) -> None:
         try:
@@ -295,6 +297,27 @@ def test_new_project_and_session_folders_are_picked_up(
     append_bytes(s3, lines([event(8, "turn/end", {"turn": 1, "reason": {"kind": "aborted"}})]))
     tailed = live.wait_events(s3, 9)
     assert not tailed.open_turn and tailed.problems == ()
+
+
+def test_a_log_written_in_place_is_added_once_its_header_lands(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    live = live_factory(tmp_path)
+    path = session_dir(tmp_path, "s1", "/w/app") / "session.jsonl"
+    path.parent.mkdir(parents=True)
+    path.touch()  # a writer that creates the file first and writes the header after
+    header = SessionHeader(id="s1", created_at=1, cwd="/w/app").to_json_line()
+    append_bytes(path, header)
+    added = live.wait_for(
+        lambda cs: next((c for c in cs if isinstance(c, SessionAdded)), None), "the session"
+    )
+    assert added.summary.header is not None and added.summary.problems == ()
+    events = turn_events(0, 1)
+    append_bytes(path, lines(events))
+    summary = live.wait_events(path, len(events))
+    assert fields(summary) == fields(summarize(path, "s1"))
+    assert isinstance(live.changes()[0], SessionAdded)
+    assert sum(isinstance(c, SessionAdded) for c in live.changes()) == 1
 
 
 def test_deleted_log_is_removed(tmp_path: Path, live_factory: Callable[[Path], Live]) -> None:
@@ -469,7 +492,6 @@ def test_root_removed_ends_the_watch(tmp_path: Path, live_factory: Callable[[Pat
     root = tmp_path / "root"
     new_log(root, "s1", turn_events(0, 1))
     live = live_factory(root)
-    live.wait_for(lambda _: live.watcher.known, "the watcher to prime")
     shutil.rmtree(root)
     gone = live.wait_for(
         lambda cs: next((c for c in cs if isinstance(c, RootGone)), None), "RootGone"
@@ -485,7 +507,6 @@ def test_poll_sees_appends_within_one_mtime_second(tmp_path: Path) -> None:
     path = new_log(tmp_path, "s1", first)
     live = Live(tmp_path, "poll")
     try:
-        live.wait_for(lambda _: live.watcher.known, "the watcher to prime")
         pinned = os.stat(path)
         count = len(first)
         for k in range(5):
