@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 from turnline.cli import main
 from turnline.cli.main import default_root
 
@@ -486,3 +487,41 @@ def test_subprocess_broken_pipe_is_quiet(root: Path) -> None:
     err = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "Traceback" not in err
+
+
+GARBAGE: dict[str, bytes] = {
+    "empty": b"",
+    "binary": bytes(range(256)) * 4,
+    "nul-line": b"\x00" * 64 + b"\n",
+    "array": b"[1, 2, 3]\n",
+    "header-only-torn": b'{"type":"session","id":"h',
+    "header-list-data": b'{"type":"session","version":0,"id":"g1"}\n'
+    b'{"type":"turn/start","seq":0,"time":"x","data":[1]}\n'
+    b'{"type":"user/message","seq":1,"time":1,"data":"text"}\n'
+    b'{"type":"turn/end","seq":2,"time":1,"data":{"reason":{"kind":["x"]}}}\n',
+    "weird-seqs": b'{"type":"session","version":0,"id":"g2","seedLength":-4,"parentSession":7}\n'
+    b'{"type":"turn/end","seq":-1,"time":1,"data":{}}\n'
+    b'{"type":"turn/end","seq":99999999999999999999,"time":1,"data":{}}\n'
+    b'{"type":"text-chunks","seq0":3,"time0":1,"data":{"dt":[1],"texts":["a"]}}\n'
+    b'{"type":"turn/end","seq":4,"time":1,"data":{}}\n',
+    "bad-utf8": b'{"type":"session","version":0,"id":"g3"}\n{"type":"x","seq":0,"data":"\xff"}\n',
+    "foreign": b'{"type":"session","version":9,"id":"g4","createdAt":-1}\n',
+}
+
+
+def test_garbage_logs_never_traceback(tmp_path: Path, capsys: Any) -> None:
+    for name, data in GARBAGE.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(data)
+    frame = zstandard.ZstdCompressor().compress(b'{"type":"session","version":0,"id":"z"}\n')
+    (tmp_path / "z-torn.jsonl.zstd").write_bytes(frame + frame[:5])
+    (tmp_path / "z-junk.jsonl.zstd").write_bytes(b"\x28\xb5\x2f\xfd" + b"junk" * 10)
+    code, entries = run_json(capsys, "ls", str(tmp_path))
+    assert code == 0 and len(entries) >= 1
+    assert run(capsys, "ls", str(tmp_path))[0] == 0
+    assert run(capsys, "tree", str(tmp_path))[0] == 0
+    for path in sorted(tmp_path.iterdir()):
+        for argv in (["show", str(tmp_path), str(path)], ["fork", str(tmp_path), str(path)]):
+            code, _, err = run(capsys, *argv)
+            assert code in (0, 1), (argv, err)
+            code, payload = run_json(capsys, *argv)
+            assert code in (0, 1) and (code == 0) == ("error" not in payload), (argv, payload)
