@@ -53,6 +53,16 @@ def event(seq: int, etype: str, **data: object) -> dict[str, object]:
     return {"type": etype, "seq": seq, "time": 1000 + seq, "data": data}
 
 
+def as_events(records: Sequence[dict[str, object]]) -> list[SessionEvent]:
+    """Event records as `SessionEvent`s."""
+    out = []
+    for r in records:
+        seq, time = r["seq"], r["time"]
+        assert isinstance(seq, int) and isinstance(time, int)
+        out.append(SessionEvent(str(r["type"]), seq, time, r["data"]))
+    return out
+
+
 def turn_records(start: int, n: int, kind: str = "completed") -> list[dict[str, object]]:
     """One closed turn of 4 events starting at seq `start`."""
     return [

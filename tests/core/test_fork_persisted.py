@@ -20,7 +20,7 @@ from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.root import SessionRoot
 from turnline.core.store import ForkErrorCode, SessionForkError
 
-from .disk_logs import turn_records, write_lines, write_log
+from .disk_logs import as_events, turn_records, write_lines, write_log
 from .gen_logs import logs
 
 
@@ -38,7 +38,7 @@ def _parent(root: Path, *, zstd: bool = False, turns: int = 3, open_tail: bool =
     records = [r for n in range(turns) for r in turn_records(4 * n, n + 1)]
     if open_tail:
         records += turn_records(4 * turns, turns + 1)[:2]
-    events = [SessionEvent(r["type"], r["seq"], r["time"], r["data"]) for r in records]  # type: ignore[arg-type]
+    events = as_events(records)
     return write_log(root, header, events, zstd=zstd)
 
 

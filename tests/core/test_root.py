@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import zstandard
 from turnline.core.logfile import read_log
-from turnline.core.model import ProblemKind, SessionEvent, SessionHeader
+from turnline.core.model import ProblemKind, SessionHeader
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.summary import summarize
 from turnline.core.writer import TEMP_PREFIX
 
-from .disk_logs import event, turn_records, write_lines, write_log
+from .disk_logs import as_events, event, turn_records, write_lines, write_log
 
 HEADER = {"type": "session", "version": 0, "id": "s1", "createdAt": 5, "cwd": "/w"}
 
@@ -23,7 +23,7 @@ def _kinds(root: SessionRoot, ref: str) -> list[str]:
 
 def test_discovers_layout_flat_dumps_and_zstd_and_ignores_the_rest(tmp_path: Path) -> None:
     header = SessionHeader(id="laid-out", created_at=1, cwd="/home/dev")
-    events = [SessionEvent(r["type"], r["seq"], r["time"], r["data"]) for r in turn_records(0, 1)]  # type: ignore[arg-type]
+    events = as_events(turn_records(0, 1))
     write_log(tmp_path, header, events)
     write_log(tmp_path, SessionHeader(id="packed", created_at=2), events, zstd=True)
     write_lines(tmp_path / "dumps" / "a.jsonl", {**HEADER, "id": "flat"}, *turn_records(0, 1))
@@ -153,11 +153,7 @@ def test_cross_session_problems(tmp_path: Path) -> None:
 
 def test_zstd_multi_frame_and_torn_last_frame(tmp_path: Path) -> None:
     header = SessionHeader(id="z", created_at=1)
-    events = [
-        SessionEvent(r["type"], r["seq"], r["time"], r["data"])  # type: ignore[arg-type]
-        for n in range(3)
-        for r in turn_records(4 * n, n + 1)
-    ]
+    events = as_events([r for n in range(3) for r in turn_records(4 * n, n + 1)])
     path = write_log(tmp_path, header, events, zstd=True, batch=2)
     root = SessionRoot(tmp_path)
     loaded = root.load(root.resolve("z"))

@@ -261,7 +261,7 @@ def test_fork_deep_copies_parent_changes_never_reach_the_child() -> None:
 def test_append_copies_its_input() -> None:
     store = SessionStore()
     session = store.create("p")
-    payload = {"turn": 1, "items": [1]}
+    payload: dict[str, Any] = {"turn": 1, "items": [1]}
     session.append("turn/start", payload)
     payload["items"].append(2)
     assert session.events[0].data["items"] == [1]
