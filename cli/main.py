@@ -111,6 +111,20 @@ def _root_and_session(first: str, second: str | None) -> tuple[SessionRoot, str]
     return _open_root(None), first
 
 
+def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | None:
+    """A clearer error when a lone positional is a folder: the SESSION was forgotten."""
+    if second is not None or not Path(first).is_dir():
+        return None
+    if isinstance(exc, SessionForkError) and exc.code != "SESSION_NOT_FOUND":
+        return None  # the fork itself was refused: that message is the right one
+    code = getattr(exc, "code", "SESSION_NOT_FOUND")
+    message = getattr(exc, "message", str(exc))
+    return CliError(
+        str(code),
+        f"{message}; {first} is a folder: to use it as ROOT, name a SESSION after it",
+    )
+
+
 def _problems_of(root: SessionRoot, summary: Any) -> tuple[Any, ...]:
     return tuple(root.lineage().problems.get(summary.path, ()))
 
@@ -143,8 +157,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """`turnline show [ROOT] SESSION [--json]`."""
-    root, ref = _root_and_session(args.first, args.second)
-    loaded = root.load(root.resolve(ref))
+    try:
+        root, ref = _root_and_session(args.first, args.second)
+        loaded = root.load(root.resolve(ref))
+    except (SessionLookupError, RootError, CliError) as exc:
+        hint = _folder_hint(args.first, args.second, exc)
+        if hint is None:
+            raise
+        raise hint from exc
     if args.json:
         session = loaded.summary.to_json_dict()
         # The full problem list: the log's own, cross-session ones and the seed check.
@@ -181,9 +201,15 @@ def _boundary(text: str | None) -> object:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     """`turnline fork [ROOT] SESSION [--at SEQ] [--id CHILD] [--json]`."""
-    root, ref = _root_and_session(args.first, args.second)
     boundary: Any = _boundary(args.at)
-    result = root.fork(ref, boundary, args.id)
+    try:
+        root, ref = _root_and_session(args.first, args.second)
+        result = root.fork(ref, boundary, args.id)
+    except (SessionLookupError, RootError, CliError, SessionForkError) as exc:
+        hint = _folder_hint(args.first, args.second, exc)
+        if hint is None:
+            raise
+        raise hint from exc
     child = result.child
     if args.json:
         _print_json(

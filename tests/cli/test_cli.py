@@ -525,3 +525,17 @@ def test_garbage_logs_never_traceback(tmp_path: Path, capsys: Any) -> None:
             assert code in (0, 1), (argv, err)
             code, payload = run_json(capsys, *argv)
             assert code in (0, 1) and (code == 0) == ("error" not in payload), (argv, payload)
+
+
+def test_a_lone_folder_argument_explains_itself(
+    root: Path, tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("DSH_HOME", raising=False)
+    for command in ("show", "fork"):
+        code, error = run_json(capsys, command, str(root))
+        assert code == 1
+        assert error["error"]["code"] == "ROOT_NOT_FOUND"
+        assert (
+            "is a folder: to use it as ROOT, name a SESSION after it" in error["error"]["message"]
+        )
