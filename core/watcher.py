@@ -426,8 +426,9 @@ class RootWatcher:
     # -- poll ----------------------------------------------------------------------------
 
     def _watch_poll(self, stop: threading.Event) -> Iterator[list[RootChange]]:
-        first = self._prime()
+        # Folders first: one that changes while priming is then listed again.
         self._register_dirs(self.root.path)
+        first = self._prime()
         if first:
             yield first
         interval = self.poll_interval_ms / 1000

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,8 @@ from turnline.core.watcher import (
     blank_summary,
 )
 from turnline.core.writer import TEMP_PREFIX, encode_new_log, write_new_file
+
+from ..conftest import fixture_logs
 
 T = TypeVar("T")
 
@@ -667,3 +670,16 @@ def test_advance_summary_counts_turns_titles_and_problems() -> None:
     assert later.title == "Named" and later.turns == 2 and not later.open_turn
     orphan = advance_summary(base, [event(0, "turn/end", {"turn": 1})], [], 10)
     assert (orphan.turns, orphan.open_turn) == (1, False)
+
+
+def test_tailing_every_real_fixture_matches_summarize(tmp_path: Path) -> None:
+    """Real dsh logs (with their warts) fed in pieces at line ends: same summary."""
+    rng = random.Random(7)  # fixed: the same cuts every run
+    logs = fixture_logs()
+    for log in logs:
+        data = log.read_bytes()
+        ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+        cuts = sorted({*rng.sample(ends, min(4, len(ends))), len(data)})
+        chunks = [data[a:b] for a, b in itertools.pairwise([0, *cuts]) if b > a]
+        _follow(tmp_path / log.name, chunks, "fixture")
+    assert len(logs) == 151
