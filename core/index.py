@@ -1,0 +1,952 @@
+"""A sparse index over one big log: exact timeline and counts without decoding every event.
+
+A full read (`LogReader`) turns every line into `SessionEvent` objects: for a log of a
+million events that is seconds of CPU and gigabytes of memory. The timeline only needs
+the few structural events (`timeline.TIMELINE_TYPES`), the counts need only each
+line's seq and size, and a turn's events are wanted only when a user opens it. So the
+index (after toolong's newline index, built in timed batches and read with `os.pread`):
+
+- reads the file in blocks of whole lines (a zstd log frame by frame, streaming, so
+  memory stays bounded by the block size, not the file size);
+- finds every record start with one regular expression,
+  `}\\n{"type":"<type>","seq":<n>` (or `"seq0":<n>` for a packed chunk row). A match
+  proves the line starts the way dsh writes records *and* that the previous line ended
+  with `}`; the number of matches is compared with the number of newlines, so a block
+  in which every line has that shape is checked without touching its lines in Python;
+- fully parses (orjson + `codec.expand_record`) only the lines that matter or look
+  suspicious: structural events (fed to `TimelineBuilder` in file order, which gives
+  exactly the full-read timeline), packed rows (to count and validate their members),
+  and any line the pattern does not match (a blank line, another key order, a
+  truncated or garbage line, a non-integer seq);
+- keeps every seq check of `LogReader` (contiguity, gaps, duplicates, the first seq),
+  the `turn/end` reason check, and its torn-tail-versus-corruption rule, with the same
+  problem messages and line numbers;
+- remembers *anchors* (first seq and file position of structural lines, and of some
+  line at least every `ANCHOR_SPACING` bytes) so `events_between` reads only the byte
+  range of the rows asked for.
+
+What the cheap checks do not prove: that a line which starts and ends like a record
+and carries the expected seq is valid JSON inside, and that it has no second `seq`
+key. Such a line is found (as a problem of that read) when its events are read on
+demand; every other corruption is found while indexing, exactly as a full read finds
+it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import zstandard
+
+from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
+from .logfile import Encoding, encoding_of, read_log
+from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .summary import SessionSummary, from_contents
+from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder, build_timeline
+
+#: Logs at least this big are indexed instead of read whole (see `SessionRoot.load`).
+INDEX_THRESHOLD: Final = 8 << 20
+#: Bytes of whole lines handled per batch (bounded memory; progress granularity).
+BLOCK_SIZE: Final = 8 << 20
+#: At most this many bytes between two anchors, so a range read stays small.
+ANCHOR_SPACING: Final = 256 << 10
+#: Seconds between two progress reports.
+PROGRESS_INTERVAL: Final = 0.05
+#: How many seq problems one log reports before it only counts them (as LogReader).
+MAX_SEQ_PROBLEMS: Final = 20
+
+_RECORD: Final = re.compile(rb'\}\n\{"type":"([^"\\\n]*)","seq(0?)":(0|[1-9][0-9]*)[,}]')
+_TURN_END_MARK: Final = b'"type":"turn/end"'
+_TURN_END_LINE: Final = b'{"type":"turn/end"'
+_STRUCTURAL: Final = frozenset(t.encode() for t in TIMELINE_TYPES)
+_PACKED: Final = frozenset(t.encode() for t in PACKED_TAGS)
+_SPECIAL: Final = _STRUCTURAL | _PACKED
+_TURN_TYPES: Final = frozenset((b"turn/start", b"turn/end"))
+_NUMBER_TYPES: Final = frozenset((int, float))
+
+
+class IndexCancelled(Exception):
+    """Indexing stopped because the caller set its `cancel` event."""
+
+
+Progress = Callable[[float], None]
+
+
+@dataclass(slots=True)
+class _Frame:
+    """Where one zstd frame's lines sit in a batch (for LogReader's line numbers)."""
+
+    first_line: int  # index (in the batch) of the frame's first line
+    line_base: int  # LogReader's line counter before the frame
+    content_end: int  # end of the frame's content in the batch
+    file_end: int  # compressed offset just past the frame
+    shift: int = 0  # bytes of the frame's content before the batch (the header line)
+
+
+def _frame_of(frames: list[_Frame], index: int) -> int:
+    """Which frame holds the batch's line `index`."""
+    lo, hi = 0, len(frames) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if frames[mid].first_line <= index:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass(slots=True)
+class _Stop:
+    message: str
+    kind: ProblemKind
+    torn_possible: bool = True
+
+
+@dataclass(slots=True)
+class _Halt:
+    """Where a batch stopped: the bad line's block offset and batch line index."""
+
+    at: int
+    index: int
+    stop: _Stop
+
+
+class _Indexer:
+    """The state of one indexing pass; mirrors `LogReader`'s counters exactly."""
+
+    def __init__(
+        self,
+        path: Path,
+        progress: Progress | None,
+        cancel: threading.Event | None,
+        block_size: int = BLOCK_SIZE,
+    ) -> None:
+        self.path = path
+        self.block_size = block_size
+        self.encoding = encoding_of(path) or Encoding.RAW
+        self.progress = progress
+        self.cancel = cancel
+        self.header: SessionHeader | None = None
+        self.problems: list[LogProblem] = []
+        self.tail_problem: LogProblem | None = None
+        self.offset = 0
+        self.event_count = 0
+        self.contiguous = 0
+        self.last_seq: int | None = None
+        self.line = 0
+        self.seq_problems = 0
+        self.builder = TimelineBuilder()
+        self.end_offsets: dict[int, int] = {}
+        self.anchor_seqs: list[int] = []
+        self.anchor_pos: list[int] = []  # raw: line start; zstd: frame start
+        self.anchor_skip: list[int] = []  # zstd: line start inside the frame content
+        self.increasing = True
+        self.stopped = False
+        self.batch_file_start = 0  # zstd: compressed offset of the batch's first frame
+        self._first_seq: int | None = None  # first seq of the line last decoded
+        self._last_report = time.monotonic()
+        self._size = 1
+
+    # -- progress --------------------------------------------------------------------
+
+    def _tick(self, done: int) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise IndexCancelled(str(self.path))
+        if self.progress is not None:
+            now = time.monotonic()
+            if now - self._last_report >= PROGRESS_INTERVAL:
+                self._last_report = now
+                self.progress(min(1.0, done / self._size))
+
+    # -- seq bookkeeping (LogReader._check_seq, for a run of consecutive seqs) -------
+
+    def _check_run(self, seq: int, n: int, line: int) -> None:
+        expected = self.event_count
+        prev = self.last_seq
+        self.event_count = expected + n
+        self.last_seq = seq + n - 1
+        if prev is not None and seq <= prev:
+            self.increasing = False
+        if seq == expected and self.contiguous == expected:
+            self.contiguous = expected + n
+            return
+        if prev is not None and seq == prev + 1:
+            return
+        if prev is None and seq == expected:
+            return
+        self.seq_problems += 1
+        if self.seq_problems > MAX_SEQ_PROBLEMS:
+            return
+        after = -1 if prev is None else prev
+        if prev is None:
+            message = f"the first event has seq {seq}, not 0"
+        elif seq <= after:
+            message = f"seq {seq} follows seq {after}: a duplicate or a step back"
+        else:
+            message = f"seq jumps from {after} to {seq} ({seq - after - 1} missing)"
+        self.problems.append(LogProblem(ProblemKind.SEQ_GAP, message, seq=seq, line=line))
+
+    def _check_events(self, events: list[SessionEvent], line: int) -> None:
+        for event in events:
+            self._check_run(event.seq, 1, line)
+            if event.type == TURN_END:
+                self._check_turn_end(event, line)
+
+    def _check_turn_end(self, event: SessionEvent, line: int) -> None:
+        data = event.data
+        reason = data.get("reason") if isinstance(data, dict) else None
+        if not isinstance(reason, dict) or not isinstance(reason.get("kind"), str):
+            shown = orjson.dumps(data).decode("utf-8", "replace")
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            self.problems.append(
+                LogProblem(
+                    ProblemKind.ODD_EVENT,
+                    f"turn/end at seq {event.seq} has no reason kind (data: {shown})",
+                    seq=event.seq,
+                    line=line,
+                )
+            )
+
+    # -- one line, fully decoded (structural, packed or suspicious) -------------------
+
+    def _full_line(self, line: bytes, line_no: int) -> list[SessionEvent] | _Stop | None:
+        """Decode one line as LogReader does; None for a blank line."""
+        if not line.strip():
+            return None
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
+        try:
+            events = expand_record(obj)
+        except RecordError as exc:
+            return _Stop(f"line {line_no}: {exc}", exc.kind)
+        return events
+
+    def _anchor(self, seq: int, pos: int, skip: int) -> None:
+        self.anchor_seqs.append(seq)
+        self.anchor_pos.append(pos)
+        self.anchor_skip.append(skip)
+
+    # -- a batch of whole lines -------------------------------------------------------
+
+    def consume(self, block: bytes, base: int, frames: list[_Frame] | None) -> _Halt | None:
+        """Index a batch of whole `\\n`-terminated lines.
+
+        Args:
+            block: The lines (raw bytes, or decoded zstd frame contents).
+            base: Raw: file offset of `block[0]`. Zstd: unused.
+            frames: Zstd: where each frame's lines are; None for raw.
+
+        Returns:
+            None when every line was consumed, else where and why reading stops;
+            the counters then stand just before that line.
+        """
+        buf = b"}\n" + block  # sentinel: the first line is preceded by "}\n" too
+        if block.endswith(b"}\n"):
+            found = list(_RECORD.finditer(buf))
+            # Every line has the record shape iff there are as many matches as lines.
+            if len(found) == block.count(b"\n"):
+                halt = self._consume_matches(found, buf, base, frames, 0, 0)
+                if halt is None:
+                    self._advance(len(block), len(found), frames)
+                return halt
+        return self._consume_slow(block, base, frames)
+
+    def _line_no(self, index: int, frames: list[_Frame] | None) -> int:
+        """LogReader's line number of the batch's line `index` (0-based)."""
+        if frames is None:
+            return self.line + index + 1
+        frame = frames[_frame_of(frames, index)]
+        return frame.line_base + (index - frame.first_line) + 1
+
+    def _consume_matches(
+        self,
+        found: list[re.Match[bytes]],
+        buf: bytes,
+        base: int,
+        frames: list[_Frame] | None,
+        index0: int,
+        off0: int,
+    ) -> _Halt | None:
+        """The lines whose record shape `found` proved.
+
+        `buf` is `"}\\n"` + lines; its lines start at block offset `off0` and are the
+        batch's lines `index0`, `index0 + 1`, ...
+        """
+        special = _SPECIAL
+        raw = frames is None
+        next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
+        count, contiguous, last = self.event_count, self.contiguous, self.last_seq
+        for i, match in enumerate(found):
+            typ, zero, digits = match.groups()
+            if not zero and typ not in special:
+                seq = int(digits)
+                if seq == count and contiguous == count:
+                    contiguous += 1
+                    count += 1
+                    last = seq
+                else:
+                    self.event_count, self.contiguous, self.last_seq = count, contiguous, last
+                    self._check_run(seq, 1, self._line_no(index0 + i, frames))
+                    count, contiguous, last = self.event_count, self.contiguous, self.last_seq
+                if raw and not i & 63 and base + off0 + match.start() >= next_anchor:
+                    pos = base + off0 + match.start()
+                    self._anchor(seq, pos, 0)
+                    next_anchor = pos + ANCHOR_SPACING
+                continue
+            self.event_count, self.contiguous, self.last_seq = count, contiguous, last
+            start = match.start() + 2
+            end = buf.find(b"\n", start) + 1
+            line = buf[start : end - 1]
+            at = off0 + start - 2  # the line's offset in the block
+            line_no = self._line_no(index0 + i, frames)
+            if zero and typ in _PACKED:
+                stop = self._packed(line, line_no)
+            else:
+                stop = self._decoded(self._full_line(line, line_no), line_no)
+            if stop is not None:
+                return _Halt(at, index0 + i, stop)
+            if typ in _TURN_TYPES or (raw and base + at >= next_anchor):
+                self._anchor_line(base, at, frames, index0 + i)
+                if raw:
+                    next_anchor = base + at + ANCHOR_SPACING
+            if raw and line.startswith(_TURN_END_LINE):
+                self._turn_end_offset(base + off0 + end - 2)
+            count, contiguous, last = self.event_count, self.contiguous, self.last_seq
+        self.event_count, self.contiguous, self.last_seq = count, contiguous, last
+        return None
+
+    def _advance(self, size: int, lines: int, frames: list[_Frame] | None) -> None:
+        if frames is None:
+            self.offset += size
+            self.line += lines
+        else:
+            self.offset = frames[-1].file_end
+            self.line = frames[-1].line_base + 1
+
+    def _anchor_line(self, base: int, at: int, frames: list[_Frame] | None, index: int) -> None:
+        """Anchor the line just decoded (at block offset `at`, batch line `index`)."""
+        first = self._first_seq
+        if first is None:
+            return
+        if frames is None:
+            self._anchor(first, base + at, 0)
+            return
+        k = _frame_of(frames, index)
+        frame_start = frames[k - 1].file_end if k else self.batch_file_start
+        content_start = frames[k - 1].content_end if k else 0
+        self._anchor(first, frame_start, at - content_start + frames[k].shift)
+
+    def _turn_end_offset(self, end: int) -> None:
+        if self.last_seq is not None:
+            self.end_offsets[self.last_seq] = end
+
+    def _packed(self, line: bytes, line_no: int) -> _Stop | None:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
+        n = _packed_count(obj)
+        if n is None:
+            try:
+                events = expand_record(obj)
+            except RecordError as exc:
+                return _Stop(f"line {line_no}: {exc}", exc.kind)
+            return self._decoded(events, line_no)
+        seq0 = obj["seq0"]
+        self._first_seq = seq0
+        self._check_run(seq0, n, line_no)
+        return None
+
+    def _decoded(self, result: list[SessionEvent] | _Stop | None, line_no: int) -> _Stop | None:
+        """Take a fully decoded line: check its seqs, feed the timeline."""
+        if isinstance(result, _Stop):
+            return result
+        if not result:
+            self._first_seq = None
+            return None
+        self._first_seq = result[0].seq
+        self._check_events(result, line_no)
+        self.builder.feed(result)
+        return None
+
+    def _consume_slow(self, block: bytes, base: int, frames: list[_Frame] | None) -> _Halt | None:
+        """Line by line: a batch with a blank, odd or broken line in it."""
+        pos = 0
+        index = 0
+        raw = frames is None
+        while pos < len(block):
+            end = block.find(b"\n", pos) + 1
+            one = b"}\n" + block[pos:end]
+            match = _RECORD.match(one)
+            if match is not None and one.endswith(b"}\n"):
+                halt = self._consume_matches([match], one, base, frames, index, pos)
+                if halt is not None:
+                    return halt
+            else:
+                line = block[pos : end - 1]
+                line_no = self._line_no(index, frames)
+                result = self._full_line(line, line_no)
+                stop = self._decoded(result, line_no)
+                if stop is not None:
+                    return _Halt(pos, index, stop)
+                if isinstance(result, list) and result:
+                    self._anchor_line(base, pos, frames, index)
+                    if raw and line.startswith(_TURN_END_LINE) and result[-1].type == TURN_END:
+                        self._turn_end_offset(base + end)
+            pos = end
+            index += 1
+        self._advance(len(block), index, frames)
+        return None
+
+    # -- stopping (LogReader._stop_at / _classify_stuck) ------------------------------
+
+    def stop(self, stop: _Stop, line_no: int, rest_has_turn_end: bool) -> None:
+        self.stopped = True
+        self.line = line_no
+        seq = self.last_seq + 1 if self.last_seq is not None else 0
+        if stop.torn_possible and not rest_has_turn_end:
+            self.tail_problem = LogProblem(
+                ProblemKind.TORN_TAIL,
+                f"{stop.message}; no completed turn follows it, so it is an unfinished write "
+                "and is ignored",
+                seq=seq,
+                line=line_no,
+            )
+            return
+        self.problems = [p for p in self.problems if p.kind is not stop.kind or p.line != line_no]
+        self.problems.append(
+            LogProblem(
+                stop.kind,
+                f"{stop.message}; the log is unreadable past seq {seq - 1}",
+                seq=seq,
+                line=line_no,
+            )
+        )
+
+    def set_tail(self, message: str | None) -> None:
+        if message is None:
+            self.tail_problem = None
+            return
+        seq = self.last_seq + 1 if self.last_seq is not None else 0
+        self.tail_problem = LogProblem(ProblemKind.TORN_TAIL, message, seq=seq, line=self.line + 1)
+
+    # -- the header -------------------------------------------------------------------
+
+    def take_header(self, line: bytes) -> bool:
+        """LogReader._consume_header: False if the log cannot be read as a session."""
+        self.line += 1
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            obj = None
+        header, problems = parse_header(obj)
+        if obj is None:
+            problems = [
+                LogProblem(ProblemKind.BAD_HEADER, "the first line is not valid JSON", line=1)
+            ]
+        self.problems.extend(problems)
+        self.header = header
+        if header is None:
+            self.stopped = True
+        else:
+            self.builder = TimelineBuilder(header.seed_length or 0)
+        return header is not None
+
+
+def _packed_count(obj: Any) -> int | None:
+    """Members of a well-formed packed row (as `expand_record` would give), else None."""
+    if not isinstance(obj, dict):
+        return None
+    data = obj.get("data")
+    seq0 = obj.get("seq0")
+    if type(seq0) is not int or not isinstance(data, dict):
+        return None
+    members = data.get(PACKED_TAGS[obj["type"]][1])
+    dt = data.get("dt")
+    if type(members) is not list or type(dt) is not list or not members:
+        return None
+    if len(dt) != len(members) - 1:
+        return None
+    if not _NUMBER_TYPES.issuperset(map(type, dt)):
+        return None
+    return len(members)
+
+
+# -- reading the file ----------------------------------------------------------------
+
+
+def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
+    """True if the file from `start` holds a `turn/end` record marker."""
+    pos = start
+    overlap = len(_TURN_END_MARK) - 1
+    while pos < size:
+        chunk = os.pread(fd, BLOCK_SIZE, pos)
+        if not chunk:
+            return False
+        if _TURN_END_MARK in chunk:
+            return True
+        if len(chunk) <= overlap:
+            return False
+        pos += len(chunk) - overlap
+    return False
+
+
+def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
+    ix._size = max(size, 1)
+    first = b""
+    while True:
+        more = os.pread(fd, 1 << 16, len(first))
+        first += more
+        nl = first.find(b"\n")
+        if nl >= 0 or not more:
+            break
+    if size == 0:
+        ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
+        return
+    if nl < 0:
+        # Only a header line in progress: LogReader keeps it as a torn tail.
+        ix.set_tail(
+            f"the last line ({len(first)} bytes) has no newline yet: an unfinished write, ignored"
+        )
+        return
+    if not ix.take_header(first[:nl]):
+        return
+    ix.offset = nl + 1
+    pos = nl + 1
+    while pos < size:
+        ix._tick(pos)
+        chunk = os.pread(fd, ix.block_size, pos)
+        if not chunk:
+            break
+        end = chunk.rfind(b"\n") + 1
+        if end == 0:
+            if pos + len(chunk) < size:
+                # A single line longer than a block: read until its newline.
+                chunk = _read_line(fd, pos, size)
+                end = chunk.rfind(b"\n") + 1
+            if end == 0:
+                ix.set_tail(
+                    f"the last line ({len(chunk)} bytes) has no newline yet: "
+                    "an unfinished write, ignored"
+                )
+                return
+        block = chunk[:end]
+        halt = ix.consume(block, pos, None)
+        if halt is not None:
+            bad_line = ix.line + halt.index + 1
+            # LogReader's "rest" is everything after the bad line, torn tail included.
+            line_end = block.find(b"\n", halt.at) + 1
+            rest = _scan_rest_for_turn_end(fd, pos + line_end, size)
+            ix.offset = pos + halt.at
+            ix.stop(halt.stop, bad_line, rest)
+            return
+        pos += end
+    ix.set_tail(None)
+    if pos < size:
+        ix.set_tail(
+            f"the last line ({size - pos} bytes) has no newline yet: an unfinished write, ignored"
+        )
+
+
+def _read_line(fd: int, pos: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    while pos < size:
+        chunk = os.pread(fd, BLOCK_SIZE, pos)
+        if not chunk:
+            break
+        parts.append(chunk)
+        pos += len(chunk)
+        if b"\n" in chunk:
+            break
+    return b"".join(parts)
+
+
+class _FrameReader:
+    """Reads one zstd frame at a time from a file, with a bounded window."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+        self.dctx = zstandard.ZstdDecompressor()
+        self.buf = b""
+        self.buf_pos = 0  # file offset of buf[0]
+
+    def _ensure(self, pos: int, want: int) -> memoryview:
+        """A view of the file from `pos`, at least `want` bytes if the file has them."""
+        have = self.buf_pos + len(self.buf) - pos
+        if pos < self.buf_pos or have < want:
+            self.buf = os.pread(self.fd, max(want, 1 << 20), pos)
+            self.buf_pos = pos
+        return memoryview(self.buf)[pos - self.buf_pos :]
+
+    def frame(self, pos: int) -> tuple[bytes, int] | str | None:
+        """`(content, compressed size)` of the frame at `pos`; an error message for a
+        frame that does not decode; None for an incomplete last frame."""
+        dobj = self.dctx.decompressobj()
+        parts: list[bytes] = []
+        window = 1 << 15
+        start = pos
+        while True:
+            view = self._ensure(pos, window)[:window]
+            if not len(view):
+                return None
+            try:
+                parts.append(dobj.decompress(view))
+            except zstandard.ZstdError as exc:
+                return str(exc)
+            if dobj.eof:
+                used = pos - start + len(view) - len(dobj.unused_data)
+                return b"".join(parts), used
+            pos += len(view)
+            if pos >= self.size:
+                return None
+            window = min(window * 2, 1 << 22)
+
+
+def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
+    ix._size = max(size, 1)
+    if size == 0:
+        ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
+        return
+    reader = _FrameReader(fd, size)
+    pos = 0
+    batch: list[bytes] = []
+    frames: list[_Frame] = []
+    batch_lines = batch_bytes = 0
+
+    def flush() -> bool:
+        """Index the collected frames; False if reading stopped."""
+        nonlocal batch, frames, batch_lines, batch_bytes
+        if not batch:
+            return True
+        block = b"".join(batch)
+        halt = ix.consume(block, 0, frames)
+        if halt is not None:
+            k = _frame_of(frames, halt.index)
+            frame = frames[k]
+            bad_line = frame.line_base + halt.index - frame.first_line + 1
+            line_end = block.find(b"\n", halt.at) + 1
+            # LogReader's "rest": the frame's later lines, then the compressed bytes after it.
+            rest = _TURN_END_MARK in block[line_end : frame.content_end]
+            if not rest:
+                rest = _scan_rest_for_turn_end(fd, frame.file_end, size)
+            ix.offset = frames[k - 1].file_end if k else ix.batch_file_start
+            ix.stop(halt.stop, bad_line, rest)
+            return False
+        batch, frames, batch_lines, batch_bytes = [], [], 0, 0
+        return True
+
+    def corrupt(message: str) -> None:
+        ix.stop(_Stop(message, ProblemKind.CORRUPT, False), ix.line + 1, False)
+
+    while pos < size:
+        ix._tick(pos)
+        got = reader.frame(pos)
+        if got is None or isinstance(got, str) or (got[0] and not got[0].endswith(b"\n")):
+            if not flush():
+                return
+            if got is None:
+                ix.set_tail(
+                    f"the last zstd frame ({size - pos} bytes) is incomplete: "
+                    "an unfinished write, ignored"
+                )
+            elif isinstance(got, str):
+                corrupt(f"zstd frame {ix.line + 1} does not decode ({got})")
+            else:
+                corrupt(f"zstd frame {ix.line + 1} does not end with a newline")
+            return
+        content, used = got
+        if ix.header is None:
+            # The header frame (LogReader numbers zstd lines by frame: see _Frame).
+            if not content:
+                ix.line += 1  # an empty frame still counts
+                pos += used
+                ix.offset = pos
+                continue
+            frame_no = ix.line
+            nl = content.find(b"\n")
+            if not ix.take_header(content[:nl]):
+                return
+            if nl + 1 < len(content):
+                rest_lines = content[nl + 1 :]
+                ix.batch_file_start = pos
+                batch = [rest_lines]
+                frames = [_Frame(0, frame_no + 1, len(rest_lines), pos + used, nl + 1)]
+                if not flush():
+                    return
+            ix.line = frame_no + 1
+            pos += used
+            ix.offset = pos
+            continue
+        if not batch:
+            ix.batch_file_start = pos
+            line_base = ix.line
+        frames.append(_Frame(batch_lines, line_base, batch_bytes + len(content), pos + used))
+        batch.append(content)
+        batch_lines += content.count(b"\n")
+        batch_bytes += len(content)
+        line_base += 1
+        pos += used
+        if batch_bytes >= ix.block_size and not flush():
+            return
+    if flush():
+        ix.set_tail(None)
+
+
+# -- the result ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSession:
+    """One big log, indexed: the surface of `root.LoadedSession` without all events.
+
+    Attributes:
+        summary: The exact listing entry (as a full read gives it).
+        timeline: The turns, exactly as a full read builds them.
+        problems: The log's own problems (torn tail last, as `LogReader` orders them).
+        contiguous: Leading events with `seq == index`: the forkable prefix.
+        event_count: Valid events (packed rows expanded).
+        end_offsets: Raw logs: file offset just past each `turn/end` line; key -1 is
+            the end of the header line (what a fork copies up to).
+        size: Bytes consumed: whole lines (raw) or whole frames (zstd).
+    """
+
+    summary: SessionSummary
+    timeline: Timeline
+    problems: tuple[LogProblem, ...]
+    contiguous: int
+    event_count: int
+    end_offsets: dict[int, int]
+    size: int
+    _anchor_seqs: tuple[int, ...] = field(repr=False, default=())
+    _anchor_pos: tuple[int, ...] = field(repr=False, default=())
+    _anchor_skip: tuple[int, ...] = field(repr=False, default=())
+    _increasing: bool = field(repr=False, default=True)
+    _data_start: int = field(repr=False, default=0)
+    _events: tuple[SessionEvent, ...] | None = field(repr=False, default=None)
+
+    @property
+    def path(self) -> Path:
+        """The log file."""
+        return self.summary.path
+
+    @property
+    def header(self) -> SessionHeader | None:
+        """The parsed header."""
+        return self.summary.header
+
+    @property
+    def turn_ends(self) -> list[int]:
+        """Seqs of the `turn/end` events (ascending)."""
+        return list(self.timeline.turn_ends)
+
+    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+        """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
+
+        Reads only the byte range between the anchors around those seqs (the whole
+        valid range if the log's seqs ever step back). Never raises for bad content:
+        a line that does not decode here ends the list.
+        """
+        hi = float("inf") if last_seq is None else last_seq
+        if self._events is not None:
+            return [e for e in self._events if first_seq <= e.seq <= hi]
+        if self.event_count == 0 or hi < first_seq:
+            return []
+        seqs = self._anchor_seqs
+        if self._increasing and seqs:
+            k = bisect.bisect_right(seqs, first_seq) - 1
+            j = bisect.bisect_right(seqs, hi) if last_seq is not None else len(seqs)
+        else:
+            k, j = -1, len(seqs)
+        stop = self._anchor_pos[j] if j < len(seqs) else self.size
+        if self.summary.encoding is Encoding.ZSTD:
+            if k >= 0:
+                lines = _zstd_lines(self.path, self._anchor_pos[k], self._anchor_skip[k], stop)
+            else:
+                lines = _zstd_lines(self.path, 0, 0, stop)[1:]  # past the header line
+        else:
+            start = self._anchor_pos[k] if k >= 0 else self._data_start
+            lines = _raw_lines(self.path, start, stop)
+        out: list[SessionEvent] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                events = expand_record(orjson.loads(line))
+            except (orjson.JSONDecodeError, RecordError):
+                break
+            for event in events:
+                if first_seq <= event.seq <= hi:
+                    out.append(event)
+            if self._increasing and events and events[-1].seq > hi:
+                break
+        return out
+
+
+def _raw_lines(path: Path, start: int, stop: int) -> list[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(max(0, stop - start))
+    except OSError:
+        return []
+    end = data.rfind(b"\n") + 1
+    return data[:end].split(b"\n")[:-1]
+
+
+def _zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes]:
+    """Lines of the frames from `frame_pos` (its first `skip` bytes left out) through
+    the frame that starts at or spans offset `stop`."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return []
+    try:
+        size = os.fstat(fd).st_size
+        reader = _FrameReader(fd, size)
+        parts: list[bytes] = []
+        pos = frame_pos
+        while pos < size:
+            got = reader.frame(pos)
+            if got is None or isinstance(got, str):
+                break
+            content, used = got
+            parts.append(content[skip:] if pos == frame_pos else content)
+            pos += used
+            if pos > stop:
+                break
+        data = b"".join(parts)
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1
+    return data[:end].split(b"\n")[:-1]
+
+
+def index_log(
+    path: Path,
+    *,
+    session_id: str | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    block_size: int = BLOCK_SIZE,
+) -> IndexedSession:
+    """Index one log; never raises for bad content or I/O errors.
+
+    Args:
+        path: The log (raw or multi-frame zstd).
+        session_id: The id to use if the header is unreadable (from the folder name).
+        progress: Called with the fraction done, at most every `PROGRESS_INTERVAL`
+            seconds, from the calling thread.
+        cancel: Set it (from another thread) to stop; `index_log` then raises.
+        block_size: Bytes of lines per batch (tests use small ones).
+
+    Raises:
+        IndexCancelled: `cancel` was set.
+    """
+    ix = _Indexer(path, progress, cancel, block_size)
+    mtime = 0.0
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        ix.problems.append(
+            LogProblem(ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}")
+        )
+    else:
+        try:
+            st = os.fstat(fd)
+            mtime = st.st_mtime
+            if ix.encoding is Encoding.ZSTD:
+                _index_zstd(ix, fd, st.st_size)
+            else:
+                _index_raw(ix, fd, st.st_size)
+        except OSError as exc:
+            ix.problems.append(
+                LogProblem(
+                    ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}"
+                )
+            )
+        finally:
+            os.close(fd)
+    if progress is not None:
+        progress(1.0)
+    if ix.header is None:
+        # No usable header: nothing to index, and LogReader's rules for a broken or
+        # unfinished first line are the ones to show. Such a log holds no events.
+        return _from_full_read(path, session_id, mtime)
+    return _result(ix, path, session_id, mtime)
+
+
+def _from_full_read(path: Path, session_id: str | None, mtime: float) -> IndexedSession:
+    contents = read_log(path)
+    summary = from_contents(contents, session_id if session_id is not None else str(path), mtime)
+    return IndexedSession(
+        summary=summary,
+        timeline=build_timeline(contents.events),
+        problems=contents.problems,
+        contiguous=contents.contiguous,
+        event_count=len(contents.events),
+        end_offsets={},
+        size=contents.size,
+        _events=contents.events,
+    )
+
+
+def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> IndexedSession:
+    problems = (*ix.problems, *([ix.tail_problem] if ix.tail_problem else []))
+    timeline = ix.builder.snapshot()
+    header = ix.header
+    end_offsets = dict(ix.end_offsets)
+    if end_offsets and ix.encoding is Encoding.RAW and header is not None:
+        end_offsets[-1] = _header_end(path)
+    summary = SessionSummary(
+        id=header.id if header else (session_id if session_id is not None else str(path)),
+        path=path,
+        encoding=ix.encoding,
+        header=header,
+        title=timeline.title,
+        events=ix.event_count,
+        last_seq=ix.last_seq if ix.event_count else None,
+        turns=len(timeline.turns),
+        open_turn=bool(timeline.turns) and timeline.turns[-1].is_open,
+        problems=problems,
+        size=ix.offset,
+        mtime=mtime,
+    )
+    data_start = 0
+    if header is not None:
+        data_start = _header_end(path) if ix.encoding is Encoding.RAW else 0
+    return IndexedSession(
+        summary=summary,
+        timeline=timeline,
+        problems=problems,
+        contiguous=ix.contiguous,
+        event_count=ix.event_count,
+        end_offsets=end_offsets,
+        size=ix.offset,
+        _anchor_seqs=tuple(ix.anchor_seqs),
+        _anchor_pos=tuple(ix.anchor_pos),
+        _anchor_skip=tuple(ix.anchor_skip),
+        _increasing=ix.increasing,
+        _data_start=data_start,
+    )
+
+
+def _header_end(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return 0
+    return len(first)

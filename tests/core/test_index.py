@@ -1,0 +1,233 @@
+"""The sparse index gives exactly what a full read gives (`SessionRoot.load`).
+
+Every comparison is against the real full reader on the same file: real dsh fixtures,
+hypothesis-generated logs (raw and multi-frame zstd, small blocks so batches split
+everywhere), and the bad cases (torn tail, corrupt line, seq gap, blank and odd lines,
+bad packed rows, broken zstd frames).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+from turnline.core.codec import encode_records
+from turnline.core.index import IndexCancelled, IndexedSession, index_log
+from turnline.core.model import ProblemKind, SessionHeader
+from turnline.core.root import LoadedSession, SessionRoot
+
+from ..conftest import fixture_logs
+from .disk_logs import event, turn_records, write_lines, zstd_frames
+from .gen_logs import logs
+
+HEADER = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1, "cwd": "/w"}
+
+
+def full_read(path: Path) -> LoadedSession:
+    root = SessionRoot(path)
+    return root.load(root.summaries()[0], check_seed=False)
+
+
+def assert_same(ix: IndexedSession, full: LoadedSession) -> None:
+    """Everything the UI and CLI read from a loaded session agrees."""
+    assert ix.summary == full.summary
+    assert ix.problems == full.summary.problems
+    assert ix.timeline == full.timeline
+    assert ix.event_count == len(full.events)
+    assert ix.contiguous == full.contiguous
+    assert ix.turn_ends == full.turn_ends
+    assert ix.end_offsets == full.end_offsets
+    assert ix.events_between(0, None) == list(full.events)
+    for turn in full.timeline.turns:
+        assert ix.events_between(turn.first_seq, turn.end_seq) == full.events_between(
+            turn.first_seq, turn.end_seq
+        )
+    if full.events:
+        mid = full.events[len(full.events) // 2].seq
+        assert ix.events_between(mid, mid + 2) == full.events_between(mid, mid + 2)
+        assert ix.events_between(mid, None) == full.events_between(mid, None)
+
+
+@pytest.mark.parametrize("path", fixture_logs(), ids=lambda p: "/".join(p.parts[-3:]))
+def test_real_fixture_logs_index_exactly(path: Path) -> None:
+    assert_same(index_log(path), full_read(path))
+
+
+@pytest.mark.parametrize("path", fixture_logs()[::10], ids=lambda p: "/".join(p.parts[-3:]))
+def test_real_fixture_logs_as_zstd_index_exactly(path: Path, tmp_path: Path) -> None:
+    raw = path.read_bytes()
+    nl = raw.index(b"\n") + 1
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    lines = raw[nl:].splitlines(keepends=True)
+    frames = [cctx.compress(raw[:nl])]
+    frames += [cctx.compress(b"".join(lines[i : i + 5])) for i in range(0, len(lines), 5)]
+    log = tmp_path / "session.jsonl.zstd"
+    log.write_bytes(b"".join(frames))
+    assert_same(index_log(log, block_size=256), full_read(log))
+
+
+@given(events=logs(max_turns=5), block=st.sampled_from([64, 300, 4096]), zstd=st.booleans())
+def test_generated_logs_index_exactly(
+    tmp_path_factory: pytest.TempPathFactory, events: list, block: int, zstd: bool
+) -> None:
+    folder = tmp_path_factory.mktemp("gen")
+    header = SessionHeader(id="g-1", created_at=5, cwd="/w")
+    if zstd:
+        log = folder / "session.jsonl.zstd"
+        log.write_bytes(zstd_frames(header, events, batch=4))
+    else:
+        log = folder / "session.jsonl"
+        log.write_bytes(header.to_json_line() + b"".join(encode_records(events)))
+    ix = index_log(log, block_size=block)
+    assert_same(ix, full_read(log))
+    assert ix.problems == ()
+
+
+def _turns(n: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for k in range(n):
+        out += turn_records(len(out), k + 1)
+    return out
+
+
+def _packed(seq0: int, n: int, dt: int | None = None) -> dict[str, object]:
+    data = {"turn": 1, "step": 1, "index": 0, "dt": [1] * (n - 1 if dt is None else dt)}
+    data["texts"] = ["a,b", '"q"', *(["x"] * (n - 2))]
+    return {"type": "text-chunks", "seq0": seq0, "time0": 7, "data": data}
+
+
+def _line(record: object) -> bytes:
+    return orjson.dumps(record) + b"\n"
+
+
+BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
+    "torn tail": (
+        b"".join(_line(r) for r in [HEADER, *_turns(3)]) + b'{"type":"turn/start","se',
+        {ProblemKind.TORN_TAIL},
+    ),
+    "corrupt line before a turn/end": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2)])
+        + b'{"type":"step/start","seq":8,"ti\n'
+        + b"".join(_line(r) for r in turn_records(9, 3)),
+        {ProblemKind.CORRUPT},
+    ),
+    "garbage line before a turn/end": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2)])
+        + b"not json at all}\n"
+        + b"".join(_line(r) for r in turn_records(8, 3)),
+        {ProblemKind.CORRUPT},
+    ),
+    "corrupt line with no turn after it": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2)])
+        + b'{"type":"step/start","seq":8,"ti\n'
+        + _line(event(9, "step/start", turn=3, step=1)),
+        {ProblemKind.TORN_TAIL},
+    ),
+    "seq gap": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2), *turn_records(12, 3)]),
+        {ProblemKind.SEQ_GAP},
+    ),
+    "duplicate seq": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2), *turn_records(7, 3)]),
+        {ProblemKind.SEQ_GAP},
+    ),
+    "first seq not 0": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(5, 1)]),
+        {ProblemKind.SEQ_GAP},
+    ),
+    "gap inside packed rows": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1), _packed(4, 5), _packed(10, 4)])
+        + b"".join(_line(r) for r in turn_records(14, 2)),
+        {ProblemKind.SEQ_GAP},
+    ),
+    "packed row with a wrong dt": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1), _packed(4, 5, dt=2)])
+        + b"".join(_line(r) for r in turn_records(9, 2)),
+        {ProblemKind.BAD_PACKED_ROW},
+    ),
+    "blank lines and another key order": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b"\n   \n"
+        + b'{"seq":4,"type":"turn/start","time":3,"data":{"turn":2}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 3)),
+        set(),
+    ),
+    "turn/end without a reason": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + _line(event(4, "turn/start", turn=2))
+        + _line(event(5, "turn/end", turn=2, error="boom")),
+        {ProblemKind.ODD_EVENT},
+    ),
+    "non-integer seq": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"turn/start","seq":4.5,"time":1,"data":{}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
+    "header only, no newline": (b'{"type":"session","version":0,"id":"x"', {ProblemKind.TORN_TAIL}),
+    "not a header": (b"".join(_line(r) for r in [*_turns(1)]), {ProblemKind.BAD_HEADER}),
+    "empty": (b"", {ProblemKind.EMPTY}),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+@pytest.mark.parametrize("block", [40, 1 << 20])
+def test_bad_logs_report_the_same_problems(tmp_path: Path, case: str, block: int) -> None:
+    body, kinds = BAD_CASES[case]
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(body)
+    ix = index_log(log, block_size=block)
+    assert_same(ix, full_read(log))
+    assert {p.kind for p in ix.problems} - {ProblemKind.MISSING_VERSION} == kinds
+
+
+@pytest.mark.parametrize("case", ["corrupt line before a turn/end", "seq gap", "torn tail"])
+def test_bad_lines_inside_zstd_frames_report_the_same_problems(tmp_path: Path, case: str) -> None:
+    body = BAD_CASES[case][0]
+    lines = body.splitlines(keepends=True)
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(lines[0])]
+    frames += [cctx.compress(b"".join(lines[i : i + 3])) for i in range(1, len(lines), 3)]
+    log = tmp_path / "session.jsonl.zstd"
+    blob = b"".join(frames)
+    if case == "torn tail":
+        blob = b"".join(frames[:-1]) + frames[-1][:-6]  # an incomplete last frame
+    log.write_bytes(blob)
+    assert_same(index_log(log, block_size=100), full_read(log))
+
+
+def test_a_frame_that_does_not_decode_is_corruption(tmp_path: Path) -> None:
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(_line(HEADER))]
+    frames += [cctx.compress(b"".join(_line(r) for r in turn_records(0, 1)))]
+    frames += [b"\x28\xb5\x2f\xfd" + b"\x00garbage-bytes-here" * 3]
+    log = tmp_path / "session.jsonl.zstd"
+    log.write_bytes(b"".join(frames))
+    ix = index_log(log)
+    assert_same(ix, full_read(log))
+    assert ix.event_count == 4
+
+
+def test_progress_is_reported_and_cancel_stops(tmp_path: Path) -> None:
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(b"".join(_line(r) for r in [HEADER, *_turns(300)]))
+    seen: list[float] = []
+    index_log(log, progress=seen.append, block_size=1000)
+    assert seen[-1] == 1.0
+    assert seen == sorted(seen)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(IndexCancelled):
+        index_log(log, cancel=cancel, block_size=1000)
+
+
+def test_a_line_longer_than_a_block_is_read_whole(tmp_path: Path) -> None:
+    big = event(1, "user/message", content=[{"type": "text", "text": "y" * 5000}])
+    records = [HEADER, event(0, "turn/start", turn=1), big, event(2, "turn/end", turn=1)]
+    log = write_lines(tmp_path / "session.jsonl", *records)
+    assert_same(index_log(log, block_size=64), full_read(log))
