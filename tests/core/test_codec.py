@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from turnline.core.codec import (
     PACKED_TAGS,
     RecordError,
@@ -35,6 +35,7 @@ def test_packing_then_expanding_is_the_identity(events: list[SessionEvent]) -> N
     assert [e.to_json_dict() for e in _expand_all(lines)] == [e.to_json_dict() for e in events]
 
 
+@settings(max_examples=20)
 @given(logs())
 def test_unpacked_encoding_is_one_line_per_event(events: list[SessionEvent]) -> None:
     lines = list(encode_records(events, pack=False))
