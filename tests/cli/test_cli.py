@@ -190,7 +190,7 @@ def test_ls_empty_folder(tmp_path: Path, capsys: Any) -> None:
 # -- default root -------------------------------------------------------------------------
 
 
-def test_default_root_prefers_dsh_home(tmp_path: Path, monkeypatch: Any, root: Path) -> None:
+def test_default_root_prefers_dsh_home(tmp_path: Path, monkeypatch: Any) -> None:
     home = tmp_path / "home"
     (home / ".dsh" / "sessions").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
