@@ -560,3 +560,18 @@ def build_corpus(root: Path, big_line_log: Path) -> dict[str, tuple[list[Path], 
     out[UNREADABLE_ID] = ([build_unreadable(root)], unreadable)
     build_symlink_loops(root)
     return out
+
+
+def long_conversation(turns: int, result_bytes: int) -> list[dict[str, Any]]:
+    """`turns` completed turns whose tool results carry `result_bytes` of text each."""
+    events: list[dict[str, Any]] = []
+    for n in range(1, turns + 1):
+        turn = turn_events(n, len(events))
+        turn[9]["data"]["message"]["content"][0]["content"] = f"{n:08d}" * (result_bytes // 8)
+        events += turn
+    return events
+
+
+def frame(records: Sequence[dict[str, Any]]) -> bytes:
+    """One checksummed zstd frame holding `records` as lines (an append batch)."""
+    return zstandard.ZstdCompressor(level=3, write_checksum=True).compress(lines(records))

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from turnline.core.lineage import LineageNode
+from turnline.core.logfile import LogReader
 from turnline.core.model import ProblemKind
 from turnline.core.root import RootError, SessionRoot, discover
 from turnline.core.summary import SessionSummary
@@ -306,3 +307,14 @@ def test_whole_corpus_in_one_root_scans_and_loads_without_raising(
                 assert root.problems_of(summary) == (), summary.path
 
     run_without_dac_override(check)
+
+
+def test_empty_log_that_gets_its_header_later_is_read(tmp_path: Path) -> None:
+    path = put(log_path(tmp_path, "late"), b"")
+    reader = LogReader(path)
+    assert [p.kind for p in reader.read().problems] == [K.EMPTY]
+    with path.open("ab") as fh:
+        fh.write(raw_log(header("late"), conversation(1)))
+    batch = reader.read()
+    assert reader.header is not None and reader.header.id == "late"
+    assert len(batch.events) == 12 and reader.all_problems() == []
