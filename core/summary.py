@@ -281,10 +281,7 @@ def _scan(
         # (its dt count is then not its member count). Only a full read says which.
         return None
     all_problems = [*header_problems, *problems]
-    starts, ends = body.count(_TURN_START), body.count(_TURN_END)
-    last_start_pos, last_end_pos = body.rfind(_TURN_START), body.rfind(_TURN_END)
-    open_turn = last_start_pos > last_end_pos
-    turns = starts + (1 if ends > starts else 0) if starts else ends
+    turns, open_turn = _count_turns(body)
     title = _title(body)
     return SessionSummary(
         id=header.id,
@@ -318,6 +315,36 @@ def _valid_utf8(buf: bytes) -> bool:
     return True
 
 
+def _positions(body: bytes, mark: bytes) -> list[int]:
+    out: list[int] = []
+    pos = body.find(mark)
+    while pos >= 0:
+        out.append(pos)
+        pos = body.find(mark, pos + 1)
+    return out
+
+
+def _count_turns(body: bytes) -> tuple[int, bool]:
+    """Turns and whether the last is open, counted the way the timeline groups them.
+
+    A `turn/start` always opens a turn; a `turn/end` closes the open one, or is a
+    turn of its own when none is open (real logs hold such rows).
+    """
+    marks = sorted(
+        [(p, True) for p in _positions(body, _TURN_START)]
+        + [(p, False) for p in _positions(body, _TURN_END)]
+    )
+    turns, is_open = 0, False
+    for _, is_start in marks:
+        if is_start:
+            turns += 1
+            is_open = True
+        else:
+            turns += 0 if is_open else 1
+            is_open = False
+    return turns, is_open
+
+
 def _title(body: bytes) -> str | None:
     pos = body.rfind(_TITLE)
     if pos >= 0:
@@ -337,6 +364,7 @@ def _title(body: bytes) -> str | None:
         source = data.get("source") if isinstance(data, dict) else None
         if not isinstance(source, dict) or source.get("kind") in (None, "user"):
             text = message_text(data).strip()
-            return text.splitlines()[0] if text else None
+            if text:  # like the timeline: the first user text that is not blank
+                return text.splitlines()[0]
         pos = body.find(_USER, pos + 1)
     return None

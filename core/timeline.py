@@ -263,7 +263,7 @@ class TimelineBuilder:
         elif etype == "user/message":
             if not current.user and _is_user_input(data):
                 current.user = message_text(data)
-                if self._first_user is None and current.user:
+                if self._first_user is None and current.user.strip():
                     self._first_user = current.user
         elif etype == "assistant/message":
             text = message_text(data.get("message"))
