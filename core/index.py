@@ -35,14 +35,15 @@ it.
 from __future__ import annotations
 
 import bisect
+import copy
 import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import orjson
 import zstandard
@@ -51,7 +52,7 @@ from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
 from .logfile import Encoding, encoding_of, read_log
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .summary import SessionSummary, from_contents
-from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder, build_timeline
+from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
 #: Logs at least this big are indexed instead of read whole (see `SessionRoot.load`).
 INDEX_THRESHOLD: Final = 8 << 20
@@ -736,6 +737,7 @@ class IndexedSession:
     _increasing: bool = field(repr=False, default=True)
     _data_start: int = field(repr=False, default=0)
     _events: tuple[SessionEvent, ...] | None = field(repr=False, default=None)
+    _builder: TimelineBuilder | None = field(repr=False, default=None)
 
     @property
     def path(self) -> Path:
@@ -751,6 +753,18 @@ class IndexedSession:
     def turn_ends(self) -> list[int]:
         """Seqs of the `turn/end` events (ascending)."""
         return list(self.timeline.turn_ends)
+
+    def all_events(self) -> list[SessionEvent]:
+        """Every valid event in file order (reads the whole log: for small ranges use
+        `events_between`)."""
+        if self._events is not None:
+            return list(self._events)
+        return self._read(-1, len(self._anchor_seqs), None, None)
+
+    def timeline_builder(self) -> TimelineBuilder:
+        """A `TimelineBuilder` in the state the whole log left it in: feed it appended
+        events to extend the timeline, without re-reading the log."""
+        return copy.deepcopy(self._builder) if self._builder is not None else TimelineBuilder()
 
     def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
@@ -770,6 +784,14 @@ class IndexedSession:
             j = bisect.bisect_right(seqs, hi) if last_seq is not None else len(seqs)
         else:
             k, j = -1, len(seqs)
+        return self._read(k, j, first_seq, hi)
+
+    def _read(
+        self, k: int, j: int, first_seq: float | None, hi: float | None
+    ) -> list[SessionEvent]:
+        """Events of the lines from anchor k (-1: the first line) to anchor j (exclusive;
+        `len`: the end), those in `[first_seq, hi]` unless both are None."""
+        seqs = self._anchor_seqs
         stop = self._anchor_pos[j] if j < len(seqs) else self.size
         if self.summary.encoding is Encoding.ZSTD:
             if k >= 0:
@@ -780,6 +802,9 @@ class IndexedSession:
             start = self._anchor_pos[k] if k >= 0 else self._data_start
             lines = _raw_lines(self.path, start, stop)
         out: list[SessionEvent] = []
+        everything = first_seq is None or hi is None
+        lo = first_seq if first_seq is not None else 0
+        top = hi if hi is not None else 0
         for line in lines:
             if not line.strip():
                 continue
@@ -787,12 +812,67 @@ class IndexedSession:
                 events = expand_record(orjson.loads(line))
             except (orjson.JSONDecodeError, RecordError):
                 break
+            if everything:
+                out.extend(events)
+                continue
             for event in events:
-                if first_seq <= event.seq <= hi:
+                if lo <= event.seq <= top:
                     out.append(event)
-            if self._increasing and events and events[-1].seq > hi:
+            if self._increasing and events and events[-1].seq > top:
                 break
         return out
+
+
+class LazyEvents(Sequence[SessionEvent]):
+    """The events of an indexed log as a read-only sequence, read on demand.
+
+    Positions map to seqs directly when the log is contiguous (`events[i].seq == i`),
+    so `len`, `events[i]` and slices cost one range read; otherwise the first access
+    reads the whole log once.
+    """
+
+    def __init__(self, index: IndexedSession, start: int = 0, stop: int | None = None) -> None:
+        self._index = index
+        self._start = start
+        self._stop = index.event_count if stop is None else stop
+        self._all: list[SessionEvent] | None = None
+
+    def __len__(self) -> int:
+        return max(0, self._stop - self._start)
+
+    def _everything(self) -> list[SessionEvent]:
+        if self._all is None:
+            self._all = self._index.all_events()[self._start : self._stop]
+        return self._all
+
+    @overload
+    def __getitem__(self, i: int) -> SessionEvent: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[SessionEvent]: ...
+
+    def __getitem__(self, i: int | slice) -> SessionEvent | Sequence[SessionEvent]:
+        n = len(self)
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(n)
+            if step != 1:
+                return list(self)[i]
+            return LazyEvents(self._index, self._start + lo, self._start + max(lo, hi))
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("event index out of range")
+        if self._index.contiguous == self._index.event_count:
+            seq = self._start + i
+            return self._index.events_between(seq, seq)[0]
+        return self._everything()[i]
+
+    def __iter__(self) -> Iterator[SessionEvent]:
+        if self._index.contiguous == self._index.event_count:
+            if len(self):
+                yield from self._index.events_between(self._start, self._stop - 1)
+            return
+        yield from self._everything()
 
 
 def _raw_lines(path: Path, start: int, stop: int) -> list[bytes]:
@@ -891,15 +971,17 @@ def index_log(
 def _from_full_read(path: Path, session_id: str | None, mtime: float) -> IndexedSession:
     contents = read_log(path)
     summary = from_contents(contents, session_id if session_id is not None else str(path), mtime)
+    builder = TimelineBuilder().feed(contents.events)
     return IndexedSession(
         summary=summary,
-        timeline=build_timeline(contents.events),
+        timeline=builder.snapshot(),
         problems=contents.problems,
         contiguous=contents.contiguous,
         event_count=len(contents.events),
         end_offsets={},
         size=contents.size,
         _events=contents.events,
+        _builder=builder,
     )
 
 
@@ -940,6 +1022,7 @@ def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> I
         _anchor_skip=tuple(ix.anchor_skip),
         _increasing=ix.increasing,
         _data_start=data_start,
+        _builder=ix.builder,
     )
 
 

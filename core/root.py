@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Final
 
 import orjson
 
+from .index import INDEX_THRESHOLD, IndexedSession, LazyEvents, Progress, index_log
 from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import Lineage, build_lineage
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
@@ -30,7 +32,7 @@ from .model import (
 )
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
 from .summary import SessionSummary, from_contents, summarize
-from .timeline import Timeline, build_timeline
+from .timeline import Timeline, TimelineBuilder, build_timeline
 from .writer import (
     TEMP_PREFIX,
     FaultHook,
@@ -154,12 +156,21 @@ class LoadedSession:
     """
 
     summary: SessionSummary
-    events: tuple[SessionEvent, ...]
+    events: Sequence[SessionEvent]
     contiguous: int
     timeline: Timeline
     problems: tuple[LogProblem, ...]
     parent_path: Path | None = None
     end_offsets: dict[int, int] = field(default_factory=dict)
+    #: Set for a big log (see `index.INDEX_THRESHOLD`): `events` is then a lazy view
+    #: and `events_between` reads only the byte range it needs.
+    index: IndexedSession | None = None
+
+    def timeline_builder(self) -> TimelineBuilder:
+        """A builder holding this timeline's state, to extend it with appended events."""
+        if self.index is not None:
+            return self.index.timeline_builder()
+        return TimelineBuilder(self.timeline.seed_length).feed(self.events)
 
     @property
     def turn_ends(self) -> list[int]:
@@ -193,6 +204,8 @@ class LoadedSession:
         The UI reads a turn's events through this, never through `events` directly,
         so a large log can serve them on demand.
         """
+        if self.index is not None:
+            return self.index.events_between(first_seq, last_seq)
         hi = float("inf") if last_seq is None else last_seq
         return [e for e in self.events if first_seq <= e.seq <= hi]
 
@@ -231,6 +244,7 @@ class SessionRoot:
         else:
             raise RootError(f"{path} is neither a directory nor a .jsonl/.jsonl.zstd log")
         self._summaries: dict[Path, SessionSummary] = {}
+        self._indexes: dict[Path, IndexedSession] = {}
         self._lineage: Lineage | None = None
         self.scan_problems: list[tuple[Path, str]] = []
 
@@ -247,10 +261,18 @@ class SessionRoot:
 
     def scan(self) -> list[SessionSummary]:
         """Discover and summarize every log (header + byte scan, no full parse)."""
-        summaries = [summarize(path, sid) for path, sid in self.log_paths()]
+        summaries = [self._summarize(path, sid) for path, sid in self.log_paths()]
         self._summaries = {s.path: s for s in summaries}
         self._lineage = None
         return summaries
+
+    def _summarize(self, path: Path, sid: str | None) -> SessionSummary:
+        """`summarize`, or for a big log its index (kept for a `load` that follows)."""
+        if not _index_worthy(path):
+            return summarize(path, sid)
+        indexed = index_log(path, session_id=sid)
+        self._indexes[path] = indexed
+        return indexed.summary
 
     def summaries(self) -> list[SessionSummary]:
         """The last scan's summaries (scanning first if needed)."""
@@ -332,8 +354,24 @@ class SessionRoot:
 
     # -- loading ---------------------------------------------------------------------
 
-    def load(self, summary: SessionSummary, *, check_seed: bool = True) -> LoadedSession:
-        """Read one session whole; check its seed against its parent's prefix."""
+    def load(
+        self,
+        summary: SessionSummary,
+        *,
+        check_seed: bool = True,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> LoadedSession:
+        """Read one session whole; check its seed against its parent's prefix.
+
+        A log of `index.INDEX_THRESHOLD` bytes or more is indexed instead (same
+        results, events read on demand); `progress` and `cancel` apply to that.
+
+        Raises:
+            IndexCancelled: `cancel` was set while a big log was being indexed.
+        """
+        if _index_worthy(summary.path):
+            return self._load_indexed(summary, check_seed, progress, cancel)
         reader = LogReader(summary.path)
         offsets: dict[int, int] = {}
         events = _read_with_offsets(reader, offsets)
@@ -365,6 +403,41 @@ class SessionRoot:
             tuple(problems),
             parent_path,
             offsets,
+        )
+
+    def _load_indexed(
+        self,
+        summary: SessionSummary,
+        check_seed: bool,
+        progress: Progress | None,
+        cancel: threading.Event | None,
+    ) -> LoadedSession:
+        indexed = self._indexes.pop(summary.path, None)
+        if indexed is None or not _unchanged(indexed):
+            indexed = index_log(
+                summary.path, session_id=summary.id, progress=progress, cancel=cancel
+            )
+        self._indexes[summary.path] = indexed
+        self.update(indexed.summary)
+        lineage = self.lineage()
+        problems = [*indexed.problems, *lineage.problems.get(summary.path, ())]
+        parent_path = lineage.parent_of.get(summary.path)
+        header = indexed.header
+        events = LazyEvents(indexed)
+        seeded = header is not None and header.seed_length is not None and parent_path
+        if check_seed and seeded and header is not None and parent_path is not None:
+            seed = header.seed_length or 0
+            if not _same_seed_bytes(indexed, parent_path, seed):
+                problems.extend(self._seed_problems(header, events, parent_path))
+        return LoadedSession(
+            indexed.summary,
+            events,
+            indexed.contiguous,
+            indexed.timeline,
+            tuple(problems),
+            parent_path,
+            indexed.end_offsets,
+            indexed,
         )
 
     def _seed_problems(
@@ -520,6 +593,54 @@ def _read_with_offsets(reader: LogReader, offsets: dict[int, int]) -> list[Sessi
             offsets[seq] = end
         pos = data.find(mark, end - 1)
     return events
+
+
+def _index_worthy(path: Path) -> bool:
+    """True for a log big enough to index rather than read whole."""
+    try:
+        return os.stat(path).st_size >= INDEX_THRESHOLD
+    except OSError:
+        return False
+
+
+def _unchanged(indexed: IndexedSession) -> bool:
+    """True if the indexed file is still the one indexed (same size and mtime)."""
+    try:
+        st = os.stat(indexed.path)
+    except OSError:
+        return False
+    return st.st_mtime == indexed.summary.mtime and st.st_size == indexed.size
+
+
+def _same_seed_bytes(child: IndexedSession, parent_path: Path, seed: int) -> bool:
+    """True if the child's seed records are byte for byte the parent's (both raw).
+
+    A fork written by copying the parent's bytes passes without decoding a million
+    events; anything else goes to the event-by-event seed check.
+    """
+    if seed == 0 or child.summary.encoding is not Encoding.RAW or child.contiguous < seed:
+        return False
+    child_end = child.end_offsets.get(seed - 1)
+    child_start = child.end_offsets.get(-1)
+    if child_end is None or child_start is None or encoding_of(parent_path) is not Encoding.RAW:
+        return False
+    try:
+        with open(child.path, "rb") as fh, open(parent_path, "rb") as parent:
+            parent_start = len(parent.readline())
+            length = child_end - child_start
+            fh.seek(child_start)
+            parent.seek(parent_start)
+            while length > 0:
+                n = min(length, 8 << 20)
+                a, b = fh.read(n), parent.read(n)
+                if a != b or len(a) != n:
+                    return False
+                length -= n
+            # The range ends with the child's turn/end newline, so equal bytes are
+            # equal whole lines: the parent's first `seed` events are the seed.
+            return True
+    except OSError:
+        return False
 
 
 def _copy_prefix(path: Path, start: int, end: int) -> bytes:
