@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 import threading
+from collections.abc import Callable
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
+from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import TimelineBuilder, Turn
+from turnline.core.watcher import (
+    EventsAppended,
+    ProblemFound,
+    RootGone,
+    RootWatcher,
+    SessionAdded,
+    SessionRemoved,
+)
 
 from ._text import line, one_line
 from .commands import TurnlineCommands
 from .messages import (
+    Appended,
     Forked,
+    RootChanged,
     RootFailed,
     RootScanned,
     RootSnapshot,
@@ -33,6 +47,26 @@ from .messages import (
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
+
+_Handler = TypeVar("_Handler", bound=Callable[..., None])
+
+
+def while_shown(handler: _Handler) -> _Handler:
+    """Drop a message that arrives after the main screen is gone (during shutdown).
+
+    Workers keep posting until they notice the stop; by then the panes may be unmounted.
+    """
+
+    @functools.wraps(handler)
+    def guarded(self: TurnlineApp, *args: Any) -> None:
+        try:
+            if not self.screen_stack[0].is_mounted:
+                return
+        except (ScreenStackError, IndexError):
+            return
+        handler(self, *args)
+
+    return cast(_Handler, guarded)
 
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
@@ -82,8 +116,31 @@ class TurnlineApp(App[int]):
         self._wanted: Path | None = None
         self._pending_seq: int | None = None
         self._watching = False
+        self._early: list[tuple[SessionEvent, ...]] = []
 
     # -- layout --------------------------------------------------------------------
+
+    # The panes are looked up on the main screen, not `self.screen`: bindings are
+    # re-checked while a modal (fork, help) is on top.
+    @property
+    def session_tree(self) -> SessionTree:
+        """The session tree."""
+        return self.screen_stack[0].query_one(SessionTree)
+
+    @property
+    def timeline(self) -> TurnTimeline:
+        """The turn timeline."""
+        return self.screen_stack[0].query_one(TurnTimeline)
+
+    @property
+    def detail(self) -> TurnDetail:
+        """The detail pane."""
+        return self.screen_stack[0].query_one(TurnDetail)
+
+    @property
+    def filter_box(self) -> Input:
+        """The session filter."""
+        return self.screen_stack[0].query_one("#filter", Input)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="⑂")
@@ -97,12 +154,12 @@ class TurnlineApp(App[int]):
 
     def on_mount(self) -> None:
         self.sub_title = one_line(self.path.name or str(self.path), 60)
-        tree = self.query_one(SessionTree)
+        tree = self.session_tree
         tree.border_title = Text("sessions")
         tree.loading = True
         tree.focus()
-        self.query_one(TurnTimeline).border_title = Text("turns")
-        self.query_one(TurnDetail).border_title = Text("detail")
+        self.timeline.border_title = Text("turns")
+        self.detail.border_title = Text("detail")
         self._scan()
 
     def on_unmount(self) -> None:
@@ -117,6 +174,43 @@ class TurnlineApp(App[int]):
             root.scan()
             snapshot = snapshot_of(root)
         self.post_message(RootScanned(root, snapshot))
+
+    @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
+    def _watch(self, root: SessionRoot) -> None:
+        """The one long-lived watcher of the root; ends when `_stop` is set."""
+        with self._root_lock:
+            # The watcher keeps its own root current; ours is updated from its changes
+            # under the lock, so loads and forks never see a half-applied batch.
+            shadow = SessionRoot(root.single or root.path)
+            for summary in root.summaries():
+                shadow.update(summary)
+        watcher = RootWatcher(shadow, poll=self.poll)
+        for batch in watcher.watch(self._stop):
+            if not batch:
+                continue
+            appended: list[Appended] = []
+            removed: list[Path] = []
+            problems: list[LogProblem] = []
+            gone: str | None = None
+            with self._root_lock:
+                for change in batch:
+                    if isinstance(change, SessionAdded):
+                        root.update(change.summary)
+                    elif isinstance(change, EventsAppended):
+                        root.update(change.summary)
+                        appended.append(Appended(change.summary, change.events, change.reset))
+                    elif isinstance(change, SessionRemoved):
+                        root.remove(change.path)
+                        removed.append(change.path)
+                    elif isinstance(change, ProblemFound):
+                        problems.append(change.problem)
+                    elif isinstance(change, RootGone):
+                        gone = change.message
+                snapshot = snapshot_of(root)
+            self.post_message(RootChanged(snapshot, appended, removed, problems))
+            if gone is not None:
+                self.post_message(RootFailed(gone))
+                return
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self, root: SessionRoot, summary: SessionSummary) -> None:
@@ -145,6 +239,7 @@ class TurnlineApp(App[int]):
         self.post_message(Forked(result, snapshot))
 
     @on(Worker.StateChanged)
+    @while_shown
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
         """The one place worker failures become something the user can read."""
         worker = event.worker
@@ -152,7 +247,7 @@ class TurnlineApp(App[int]):
             return
         error = worker.error
         if worker.group == "load":
-            self.query_one(TurnTimeline).loading = False
+            self.timeline.loading = False
         if isinstance(error, SessionForkError):
             self.notify(
                 f"{error.code}: {error.message}",
@@ -176,10 +271,11 @@ class TurnlineApp(App[int]):
     # -- root ----------------------------------------------------------------------
 
     @on(RootScanned)
+    @while_shown
     def _on_root_scanned(self, message: RootScanned) -> None:
         self.root = message.root
         self.snapshot = message.snapshot
-        tree = self.query_one(SessionTree)
+        tree = self.session_tree
         tree.loading = False
         first = self.view is None and self._wanted is None
         select = self._wanted
@@ -192,25 +288,94 @@ class TurnlineApp(App[int]):
             tree.select_first_session()
         if self.view is not None and self.view.path in message.snapshot.summaries:
             self._start_load(self.view.path, force=True)
+        if not self._watching:
+            self._watching = True
+            self._watch(message.root)
+
+    @on(RootChanged)
+    @while_shown
+    def _on_root_changed(self, message: RootChanged) -> None:
+        old, new = self.snapshot, message.snapshot
+        self.snapshot = new
+        tree = self.session_tree
+        if (
+            old is None
+            or old.summaries.keys() != new.summaries.keys()
+            or old.lineage.parent_of != new.lineage.parent_of
+        ):
+            tree.show(new)
+        else:
+            changed = [
+                path
+                for path, summary in new.summaries.items()
+                if old.summaries.get(path) != summary
+                or old.problems_of(path) != new.problems_of(path)
+            ]
+            tree.relabel(new, changed)
+        for problem in message.problems:
+            self.notify(problem.message, title=str(problem.kind), severity="warning", markup=False)
+        if self._wanted is not None:
+            # Appends that race a load in progress: applied (deduplicated) when it lands.
+            self._early.extend(c.events for c in message.appended if c.summary.path == self._wanted)
+        view = self.view
+        if view is None:
+            return
+        if view.path not in new.summaries:
+            self.view = None
+            timeline = self.timeline
+            timeline.clear()
+            timeline.show_empty()
+            self.detail.show_turn(None, [], (), note="this session's log was removed")
+            self._refresh_bindings()
+            return
+        if view.path == self._wanted:
+            return  # a reload is under way: its result (plus `_early`) supersedes this
+        batches: list[tuple[SessionEvent, ...]] = []
+        for change in message.appended:
+            if change.summary.path != view.path:
+                continue
+            if change.reset:
+                self._start_load(view.path, force=True)
+                return
+            batches.append(change.events)
+        if self._extend(view, batches):
+            self.timeline.grow(view.builder.snapshot())
+            self._refresh_bindings()
+
+    @staticmethod
+    def _extend(view: SessionView, batches: list[tuple[SessionEvent, ...]]) -> bool:
+        """Feed appended events the view does not have yet; True if any were new."""
+        grew = False
+        for events in batches:
+            fresh = [e for e in events if e.seq >= view.next_seq]
+            if fresh:
+                view.builder.feed(fresh)
+                view.tail.extend(fresh)
+                view.next_seq = fresh[-1].seq + 1
+                grew = True
+        return grew
 
     @on(RootFailed)
+    @while_shown
     def _on_root_failed(self, message: RootFailed) -> None:
-        self.query_one(SessionTree).loading = False
-        self.query_one(TurnDetail).show_turn(None, [], (), note=message.message)
+        self.session_tree.loading = False
+        self.detail.show_turn(None, [], (), note=message.message)
         self.notify(message.message, title="Cannot open root", severity="error", markup=False)
 
     # -- selecting sessions and turns ----------------------------------------------
 
     @on(SessionTree.SessionHighlighted)
+    @while_shown
     def _on_session_highlighted(self, message: SessionTree.SessionHighlighted) -> None:
         if message.path is not None:
             self._start_load(message.path)
 
     @on(SessionTree.NodeSelected)
+    @while_shown
     def _on_node_selected(self, event: SessionTree.NodeSelected[Any]) -> None:
         data = event.node.data
         if data is not None and data.path is not None:
-            self.query_one(TurnTimeline).focus()
+            self.timeline.focus()
 
     def _start_load(self, path: Path, *, force: bool = False) -> None:
         if self.root is None or self.snapshot is None:
@@ -223,21 +388,25 @@ class TurnlineApp(App[int]):
         if summary is None:
             return
         self._wanted = path
-        self.query_one(TurnTimeline).loading = True
+        self._early = []
+        self.timeline.loading = True
         self._load(self.root, summary)
 
     @on(SessionLoaded)
+    @while_shown
     def _on_session_loaded(self, message: SessionLoaded) -> None:
         view = message.view
         if view.path != self._wanted:
             return  # the user moved on before this load finished
         self._wanted = None
+        early, self._early = self._early, []
+        self._extend(view, early)
         same = self.view is not None and self.view.path == view.path
-        timeline = self.query_one(TurnTimeline)
+        timeline = self.timeline
         cursor = timeline.current_turn_index if same else None
         self.view = view
         self.snapshot = message.snapshot
-        self.query_one(SessionTree).relabel(message.snapshot, [view.path])
+        self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
             for index, turn in enumerate(view.builder.snapshot().turns):
@@ -252,7 +421,7 @@ class TurnlineApp(App[int]):
         timeline.show(view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor)
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
-        self.refresh_bindings()
+        self._refresh_bindings()
 
     def _divider_of(self, view: SessionView) -> Divider | None:
         header = view.loaded.summary.header
@@ -271,11 +440,12 @@ class TurnlineApp(App[int]):
         return self.view.loaded.problems if self.view is not None else ()
 
     def _show_detail_note(self, note: str) -> None:
-        self.query_one(TurnDetail).show_turn(None, [], self._problems(), note=note)
+        self.detail.show_turn(None, [], self._problems(), note=note)
 
     @on(TurnTimeline.TurnHighlighted)
+    @while_shown
     def _on_turn_highlighted(self, message: TurnTimeline.TurnHighlighted) -> None:
-        self.refresh_bindings()
+        self._refresh_bindings()
         view = self.view
         if view is None:
             return
@@ -294,17 +464,19 @@ class TurnlineApp(App[int]):
         self._read_turn(view, index, timeline.turns[index])
 
     @on(TurnEventsRead)
+    @while_shown
     def _on_turn_events(self, message: TurnEventsRead) -> None:
         view = self.view
-        timeline = self.query_one(TurnTimeline)
+        timeline = self.timeline
         if view is None or view.path != message.path:
             return
         if timeline.current_turn_index != message.turn_index:
             return
         turn = timeline.turns[message.turn_index]
-        self.query_one(TurnDetail).show_turn(turn, message.events, self._problems())
+        self.detail.show_turn(turn, message.events, self._problems())
 
     @on(TurnTimeline.DividerChosen)
+    @while_shown
     def _on_divider_chosen(self, message: TurnTimeline.DividerChosen) -> None:
         self.action_parent()
 
@@ -312,31 +484,41 @@ class TurnlineApp(App[int]):
 
     @on(Input.Changed, "#filter")
     def _on_filter_changed(self, event: Input.Changed) -> None:
-        self.query_one(SessionTree).set_filter(event.value)
+        self.session_tree.set_filter(event.value)
 
     @on(Input.Submitted, "#filter")
     def _on_filter_submitted(self) -> None:
-        self.query_one(SessionTree).focus()
+        self.session_tree.focus()
 
     def action_filter(self) -> None:
         """Show the filter box and focus it."""
-        box = self.query_one("#filter", Input)
+        box = self.filter_box
         box.display = True
         box.focus()
 
     def action_clear_filter(self) -> None:
         """Clear and hide the filter."""
-        box = self.query_one("#filter", Input)
+        box = self.filter_box
         box.value = ""
         box.display = False
-        tree = self.query_one(SessionTree)
+        tree = self.session_tree
         tree.set_filter("")
         tree.focus()
 
     # -- actions -------------------------------------------------------------------
 
+    def _refresh_bindings(self) -> None:
+        # Messages can still arrive while the app shuts down, after its screens are gone.
+        with contextlib.suppress(ScreenStackError):
+            self.refresh_bindings()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Disable (dim) actions that make no sense on the current row."""
+        try:
+            if not self.screen_stack[0].is_mounted:
+                return True
+        except (ScreenStackError, IndexError):
+            return True
         if action == "fork":
             return True if self.fork_refusal() is None else None
         if action == "explain_fork":
@@ -344,9 +526,9 @@ class TurnlineApp(App[int]):
         if action == "parent":
             return True if self._parent_target() is not None else None
         if action == "toggle_raw":
-            return True if self.query_one(TurnTimeline).current_turn is not None else None
+            return True if self.timeline.current_turn is not None else None
         if action == "clear_filter":
-            return bool(self.query_one("#filter", Input).display)
+            return bool(self.filter_box.display)
         return True
 
     def fork_refusal(self) -> str | None:
@@ -354,7 +536,7 @@ class TurnlineApp(App[int]):
         view = self.view
         if view is None or self._wanted is not None:
             return "no session is open yet"
-        timeline = self.query_one(TurnTimeline)
+        timeline = self.timeline
         if not timeline.turns and not timeline.divider:
             return "this session has no turns to fork at"
         if timeline.on_divider:
@@ -374,7 +556,7 @@ class TurnlineApp(App[int]):
     def fork_plan(self) -> ForkPlan | None:
         """The fork the highlighted row offers."""
         view = self.view
-        turn = self.query_one(TurnTimeline).current_turn
+        turn = self.timeline.current_turn
         if view is None or turn is None or turn.end_seq is None or self.fork_refusal():
             return None
         summary = view.loaded.summary
@@ -401,13 +583,14 @@ class TurnlineApp(App[int]):
         self.notify(why, title="Cannot fork here", severity="warning", markup=False)
 
     @on(Forked)
+    @while_shown
     def _on_forked(self, message: Forked) -> None:
         result = message.result
         self.snapshot = message.snapshot
         child = result.child
-        self.query_one(SessionTree).show(message.snapshot, select=child.path)
+        self.session_tree.show(message.snapshot, select=child.path)
         self._start_load(child.path)
-        self.query_one(TurnTimeline).focus()
+        self.timeline.focus()
         self.notify(
             f"{child.id} ← {result.parent_id} at seq {result.boundary} "
             f"({child.events} events inherited)",
@@ -436,7 +619,7 @@ class TurnlineApp(App[int]):
             self.notify(why, severity="warning", markup=False)
             return
         path, seq = target
-        tree = self.query_one(SessionTree)
+        tree = self.session_tree
         if tree.node_of(path) is None:
             self.action_clear_filter()
         self._pending_seq = seq
@@ -445,7 +628,7 @@ class TurnlineApp(App[int]):
 
     def open_session(self, path: Path) -> None:
         """Select a session in the tree (clearing a filter that hides it) and open it."""
-        tree = self.query_one(SessionTree)
+        tree = self.session_tree
         if tree.node_of(path) is None:
             self.action_clear_filter()
         tree.select_path(path)
@@ -453,11 +636,11 @@ class TurnlineApp(App[int]):
 
     def action_toggle_raw(self) -> None:
         """Toggle the raw JSON events of the highlighted turn."""
-        self.query_one(TurnDetail).toggle_raw()
+        self.detail.toggle_raw()
 
     def action_reload(self) -> None:
         """Rescan the root from disk."""
-        self.query_one(SessionTree).loading = True
+        self.session_tree.loading = True
         self._scan()
 
     def action_help(self) -> None:

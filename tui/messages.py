@@ -75,17 +75,20 @@ class RootChanged(Message):
         snapshot: RootSnapshot,
         appended: list[Appended],
         removed: list[Path],
+        problems: list[LogProblem],
     ) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.appended = appended
         self.removed = removed
+        self.problems = problems
 
     def can_replace(self, message: Message) -> bool:
         """Fold this batch into a newer pending one so no appended event is lost."""
         if isinstance(message, RootChanged):
             message.appended[:0] = self.appended
             message.removed[:0] = self.removed
+            message.problems[:0] = self.problems
             return True
         return False
 

@@ -198,6 +198,8 @@ class TurnTimeline(DataTable[Text]):
         """
         following = bool(self._keys) and self.cursor_row == len(self._keys) - 1
         old = self._turns
+        before = self.current_turn_index
+        before_turn = self.current_turn
         self._turns = timeline.turns
         for index, turn in enumerate(self._turns):
             if index < len(old):
@@ -208,7 +210,17 @@ class TurnTimeline(DataTable[Text]):
                 self._add_turn(index, turn)
         if following and self._keys:
             self.move_cursor(row=len(self._keys) - 1)
-        self._announce()
+        # Re-announce only if what is under the cursor changed: the detail pane keeps
+        # its scroll position and folds while other turns grow.
+        if self.current_turn_index != before or self.current_turn != before_turn:
+            self._announce()
+
+    def show_empty(self) -> None:
+        """Forget the session: no rows."""
+        self.clear()
+        self._keys = []
+        self._turns = ()
+        self._divider = None
 
     def _add_turn(self, index: int, turn: Turn) -> None:
         key = str(index)
