@@ -490,6 +490,14 @@ class SessionRoot:
                 is left under the child's final name).
             SessionLookupError: the source reference names no session.
         """
+        if child_id is not None and not _utf8_encodable(child_id):
+            # A lone surrogate (e.g. a non-UTF-8 command-line byte) has a safe folder
+            # name, but no UTF-8 JSON header can hold it: refuse before writing anything.
+            raise SessionForkError(
+                ForkErrorCode.WRITE_FAILED,
+                f"child id {child_id!r} is not valid Unicode (a lone surrogate), so no log "
+                "can store it; nothing was written",
+            )
         summaries = self.summaries()
         if child_id is not None and any(s.id == child_id for s in summaries):
             raise SessionForkError(
@@ -641,6 +649,14 @@ def _same_seed_bytes(child: IndexedSession, parent_path: Path, seed: int) -> boo
             return True
     except OSError:
         return False
+
+
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _copy_prefix(path: Path, start: int, end: int) -> bytes:
