@@ -1,0 +1,201 @@
+"""Hostile content and hostile ids: shown literally and safely, written only under the root."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from turnline.core.layout import decode_session_id, encode_session_id, session_dir
+from turnline.core.logfile import read_log
+from turnline.core.root import SessionRoot
+from turnline.core.store import ForkErrorCode, SessionForkError
+
+from .corpus import CWD, conversation, header, log_path, put, raw_log
+
+MARKUP = "[bold red]x[/]"
+OSC52 = "\x1b]52;c;SGVsbG8=\x07"  # a clipboard write
+CLEAR = "\x1b[2J"
+BIDI = "\u202e"
+C1 = "\x9b31m"  # CSI as a single C1 byte
+LONG = "L" * 20_000
+HOSTILE = f"{MARKUP}{OSC52}{CLEAR}{BIDI}gnp.exe{C1}\r\x08\x00tail"
+EVIL_ID = f"evil{MARKUP}{CLEAR}{BIDI}"
+
+
+def hostile_events() -> list[dict[str, Any]]:
+    """One turn whose every shown string carries markup, escapes and bidi overrides."""
+    events = conversation(1, title=HOSTILE + LONG)
+    events[1]["data"]["content"][0]["text"] = HOSTILE + "\n" + LONG
+    events[7]["data"]["message"]["content"][0]["text"] = HOSTILE
+    events[8]["data"]["name"] = f"bash{CLEAR}{MARKUP}"
+    events[8]["data"]["arguments"] = {"cmd": HOSTILE}
+    events[9]["data"]["message"]["content"][0]["content"] = HOSTILE + LONG
+    events[-1]["data"] = {"turn": 1, "reason": {"kind": "error", "error": {"message": HOSTILE}}}
+    return events
+
+
+@pytest.fixture(scope="module")
+def hostile_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile")
+    events = hostile_events()
+    put(log_path(root, EVIL_ID), raw_log(header(EVIL_ID, cwd=f"/home/{CLEAR}{BIDI}"), events))
+    # A child whose title and id are hostile too, so the tree draws a hostile edge.
+    child = f"child{OSC52}"
+    put(
+        log_path(root, child),
+        raw_log(header(child, parentSession=EVIL_ID, seedLength=13), events),
+    )
+    return root
+
+
+def unsafe_characters(text: str) -> list[str]:
+    """Characters that would act on a terminal: C0 (but newline), DEL, C1, bidi controls."""
+    return sorted(
+        {
+            f"U+{ord(c):04X}"
+            for c in text
+            if (ord(c) < 0x20 and c != "\n")
+            or 0x7F <= ord(c) < 0xA0
+            or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+            or unicodedata.category(c) == "Cs"
+        }
+    )
+
+
+def turnline(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "turnline.cli", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "LANG": "C.UTF-8"},
+    )
+
+
+@pytest.mark.parametrize("command", ["ls", "tree", "show"])
+def test_cli_text_output_carries_no_control_or_bidi_characters(
+    hostile_root: Path, command: str
+) -> None:
+    args = [command, str(hostile_root)]
+    if command == "show":
+        args.append(str(log_path(hostile_root, EVIL_ID)))
+    out = turnline(*args)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    assert unsafe_characters(out.stdout) == []
+    assert unsafe_characters(out.stderr) == []
+    # Shown literally: markup is text, not style; the escape's payload is inert text.
+    assert MARKUP in out.stdout
+    if command == "show":
+        assert "]52;c;SGVsbG8=" in out.stdout and "gnp.exe" in out.stdout
+
+
+def test_cli_json_output_escapes_every_control_character(hostile_root: Path) -> None:
+    out = turnline("ls", "--json", str(hostile_root))
+    assert out.returncode == 0, out.stderr
+    assert not any(ord(c) < 0x20 and c != "\n" for c in out.stdout)
+    titles = {e["title"] for e in json.loads(out.stdout)}
+    assert HOSTILE + LONG in titles  # the data is all there, escaped, never altered
+
+
+# -- hostile ids --------------------------------------------------------------------------
+
+HOSTILE_IDS = [
+    "../x",
+    "/etc/passwd",
+    "a/b",
+    ".",
+    "..",
+    "",
+    "~002E",
+    "ünïcødé-名前",
+    "a\\b",
+    "c:\\x",
+    "x" * 200,
+    f"id{CLEAR}{BIDI}",
+]
+
+
+def _tree(top: Path) -> set[Path]:
+    out: set[Path] = set()
+    for folder, dirs, files in os.walk(top):
+        out.update(Path(folder) / name for name in (*dirs, *files))
+    return out
+
+
+def test_hostile_child_ids_land_in_one_safe_folder_each_and_reload(tmp_path: Path) -> None:
+    rootdir = tmp_path / "root"
+    parent = put(log_path(rootdir, "p"), raw_log(header("p"), conversation(1)))
+    before = _tree(tmp_path)
+    parent_bytes = parent.read_bytes()
+    root = SessionRoot(rootdir)
+    project = session_dir(rootdir, "p", CWD).parent
+    for child_id in HOSTILE_IDS:
+        done = root.fork("p", None, child_id)
+        folder = done.child.path.parent
+        # Exactly one folder, directly under the project folder, named by the encoding.
+        assert folder.parent == project and folder.name == encode_session_id(child_id)
+        assert decode_session_id(folder.name) == child_id
+        assert folder.name not in (".", "..") and "/" not in folder.name
+        assert read_log(done.child.path).header.id == child_id  # type: ignore[union-attr]
+    created = _tree(tmp_path) - before
+    assert all(p.is_relative_to(rootdir) for p in created)
+    assert {p for p in created if p.is_file()} == {
+        session_dir(rootdir, cid, CWD) / "session.jsonl" for cid in HOSTILE_IDS
+    }
+    assert parent.read_bytes() == parent_bytes
+    # A fresh root finds every child again, under its own id, once.
+    found = sorted(s.id for s in SessionRoot(rootdir).scan() if s.id != "p")
+    assert found == sorted(HOSTILE_IDS)
+
+
+@pytest.mark.parametrize("child_id", ["\ud800", "x\udc00y"])
+def test_lone_surrogate_child_id_is_refused_with_a_typed_error(
+    tmp_path: Path, child_id: str
+) -> None:
+    # A lone surrogate has a safe folder name, but no UTF-8 JSON header can hold it
+    # (orjson neither writes nor reads one), so the fork is refused and writes nothing.
+    assert "/" not in encode_session_id(child_id)
+    assert decode_session_id(encode_session_id(child_id)) == child_id
+    parent = put(log_path(tmp_path, "p"), raw_log(header("p"), conversation(1)))
+    before = _tree(tmp_path)
+    with pytest.raises(SessionForkError) as refused:
+        SessionRoot(tmp_path).fork("p", None, child_id)
+    assert refused.value.code is ForkErrorCode.WRITE_FAILED
+    assert _tree(tmp_path) == before
+    assert read_log(parent).problems == ()
+
+
+def test_child_id_too_long_for_a_folder_name_is_refused_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    # Ids are encoded injectively, never cut, so a folder name over NAME_MAX (255
+    # bytes) cannot exist: the fork must fail as a typed error and leave nothing.
+    put(log_path(tmp_path, "p"), raw_log(header("p"), conversation(1)))
+    before = _tree(tmp_path)
+    with pytest.raises(SessionForkError) as refused:
+        SessionRoot(tmp_path).fork("p", None, "é" * 60)
+    assert refused.value.code is ForkErrorCode.WRITE_FAILED
+    assert _tree(tmp_path) == before
+
+
+def test_cli_fork_with_an_undecodable_id_argument_is_a_typed_error(tmp_path: Path) -> None:
+    put(log_path(tmp_path, "p"), raw_log(header("p"), conversation(1)))
+    before = _tree(tmp_path)
+    # Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape).
+    out = subprocess.run(
+        [sys.executable, "-m", "turnline.cli", "fork", str(tmp_path), "p", "--id", b"\xed\xa0\x80"],
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+    )
+    assert b"Traceback" not in out.stderr
+    assert out.returncode == 1
+    assert _tree(tmp_path) == before
