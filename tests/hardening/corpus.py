@@ -11,7 +11,8 @@ import ctypes
 import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, TypeVar
@@ -474,34 +475,44 @@ def make_unreadable(path: Path) -> bool:
         return True
 
 
-def run_without_dac_override(fn: Callable[[], T]) -> T:
-    """Run `fn` in a fresh thread whose effective capabilities lack DAC override/read-search.
+@contextmanager
+def dac_override_dropped() -> Iterator[None]:
+    """Within the block, this thread (and threads it starts) cannot read through file modes.
 
-    Linux credentials are per thread, so only this thread loses the right to read
-    through file modes; the capabilities stay permitted and are restored before the
-    thread ends. Without those capabilities (non-root) `fn` simply runs in the thread.
+    Linux credentials are per thread and new threads copy their creator's, so only this
+    thread and the threads started inside the block lose CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH from their effective set; the capabilities stay permitted and
+    this thread gets them back on exit. Without those capabilities (non-root) it does
+    nothing.
     """
+    libc = _libc()
+    hdr = _CapHeader(_CAPS_V3, 0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    saved = [(d.effective, d.permitted, d.inheritable) for d in data]
+    data[0].effective &= ~((1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH))
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    try:
+        yield
+    finally:
+        for d, (eff, perm, inh) in zip(data, saved, strict=True):
+            d.effective, d.permitted, d.inheritable = eff, perm, inh
+        libc.capset(ctypes.byref(hdr), data)
+
+
+def run_without_dac_override(fn: Callable[[], T]) -> T:
+    """Run `fn` in a fresh thread under `dac_override_dropped` and return its result."""
     result: list[T] = []
     error: list[BaseException] = []
 
     def body() -> None:
-        libc = _libc()
-        hdr = _CapHeader(_CAPS_V3, 0)
-        data = (_CapData * 2)()
-        if libc.capget(ctypes.byref(hdr), data) != 0:
-            raise OSError(ctypes.get_errno(), "capget")
-        saved = [(d.effective, d.permitted, d.inheritable) for d in data]
-        data[0].effective &= ~((1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH))
-        if libc.capset(ctypes.byref(hdr), data) != 0:
-            raise OSError(ctypes.get_errno(), "capset")
-        try:
-            result.append(fn())
-        except BaseException as exc:
-            error.append(exc)
-        finally:
-            for d, (eff, perm, inh) in zip(data, saved, strict=True):
-                d.effective, d.permitted, d.inheritable = eff, perm, inh
-            libc.capset(ctypes.byref(hdr), data)
+        with dac_override_dropped():
+            try:
+                result.append(fn())
+            except BaseException as exc:
+                error.append(exc)
 
     thread = threading.Thread(target=body)
     thread.start()
