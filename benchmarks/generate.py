@@ -66,6 +66,8 @@ class _TurnMaker:
             for _ in range(3000)
         ]
         self.output = "\n".join(lines)
+        self.result_min = 2000
+        self.result_spread = 20.0
 
     def deltas(self, n: int) -> list[str]:
         pool, rnd = self.pool, self.rng.random
@@ -194,7 +196,8 @@ class _TurnMaker:
                         },
                     )
                 )
-                size = int(2000 * (20 ** rng.random()))  # 2 KB … 40 KB, log-uniform
+                # Log-uniform sizes: 2 KB … 40 KB by default.
+                size = int(self.result_min * (self.result_spread ** rng.random()))
                 start = rng.randrange(0, len(self.output) - size)
                 result = {
                     "type": "tool-result",
@@ -402,7 +405,7 @@ def write_wide_root(root: Path, sessions: int = 10_000, seed: int = 7) -> WideRo
     """
     rng = random.Random(seed)
     maker = _TurnMaker(rng)
-    maker.output = maker.output[:6000]  # small tool results: wide, not deep
+    maker.result_min, maker.result_spread = 100, 4.0  # small tool results: wide, not deep
     made: list[tuple[str, str, list[bytes], list[int]]] = []  # id, cwd, lines, ends
     forks = subagents = total = 0
     for i in range(sessions):

@@ -56,6 +56,8 @@ from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
 #: Logs at least this big are indexed instead of read whole (see `SessionRoot.load`).
 INDEX_THRESHOLD: Final = 8 << 20
+#: A zstd log is indexed from this compressed size (dsh's text compresses about 4:1).
+ZSTD_INDEX_THRESHOLD: Final = INDEX_THRESHOLD // 4
 #: Bytes of whole lines handled per batch (bounded memory; progress granularity).
 BLOCK_SIZE: Final = 8 << 20
 #: At most this many bytes between two anchors, so a range read stays small.
@@ -73,6 +75,16 @@ _PACKED: Final = frozenset(t.encode() for t in PACKED_TAGS)
 _SPECIAL: Final = _STRUCTURAL | _PACKED
 _TURN_TYPES: Final = frozenset((b"turn/start", b"turn/end"))
 _NUMBER_TYPES: Final = frozenset((int, float))
+
+
+def worth_indexing(path: Path) -> bool:
+    """True for a log big enough that `SessionRoot` should index it, not read it whole."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False
+    zstd = encoding_of(path) is Encoding.ZSTD
+    return size >= (ZSTD_INDEX_THRESHOLD if zstd else INDEX_THRESHOLD)
 
 
 class IndexCancelled(Exception):

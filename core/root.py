@@ -18,7 +18,7 @@ from typing import Final
 
 import orjson
 
-from .index import INDEX_THRESHOLD, IndexedSession, LazyEvents, Progress, index_log
+from .index import IndexedSession, LazyEvents, Progress, index_log, worth_indexing
 from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import Lineage, build_lineage
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
@@ -605,10 +605,7 @@ def _read_with_offsets(reader: LogReader, offsets: dict[int, int]) -> list[Sessi
 
 def _index_worthy(path: Path) -> bool:
     """True for a log big enough to index rather than read whole."""
-    try:
-        return os.stat(path).st_size >= INDEX_THRESHOLD
-    except OSError:
-        return False
+    return worth_indexing(path)
 
 
 def _unchanged(indexed: IndexedSession) -> bool:
