@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .corpus import BadCase, build_corpus, write_big_line_log
+from .corpus import BadCase, build_corpus, build_hostile_root, write_big_line_log
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +22,9 @@ def corpus_root(
     """One root holding healthy sessions and every bad case (read-only for tests)."""
     root = tmp_path_factory.mktemp("corpus")
     return root, build_corpus(root, big_line_log)
+
+
+@pytest.fixture(scope="session")
+def hostile_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A root of sessions with hostile ids, titles, messages and tool output."""
+    return build_hostile_root(tmp_path_factory.mktemp("hostile"))

@@ -6,9 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
-from typing import Any
 
 import pytest
 from turnline.core.layout import decode_session_id, encode_session_id, session_dir
@@ -16,56 +14,21 @@ from turnline.core.logfile import read_log
 from turnline.core.root import SessionRoot
 from turnline.core.store import ForkErrorCode, SessionForkError
 
-from .corpus import CWD, conversation, header, log_path, put, raw_log
-
-MARKUP = "[bold red]x[/]"
-OSC52 = "\x1b]52;c;SGVsbG8=\x07"  # a clipboard write
-CLEAR = "\x1b[2J"
-BIDI = "\u202e"
-C1 = "\x9b31m"  # CSI as a single C1 byte
-LONG = "L" * 20_000
-HOSTILE = f"{MARKUP}{OSC52}{CLEAR}{BIDI}gnp.exe{C1}\r\x08\x00tail"
-EVIL_ID = f"evil{MARKUP}{CLEAR}{BIDI}"
-
-
-def hostile_events() -> list[dict[str, Any]]:
-    """One turn whose every shown string carries markup, escapes and bidi overrides."""
-    events = conversation(1, title=HOSTILE + LONG)
-    events[1]["data"]["content"][0]["text"] = HOSTILE + "\n" + LONG
-    events[7]["data"]["message"]["content"][0]["text"] = HOSTILE
-    events[8]["data"]["name"] = f"bash{CLEAR}{MARKUP}"
-    events[8]["data"]["arguments"] = {"cmd": HOSTILE}
-    events[9]["data"]["message"]["content"][0]["content"] = HOSTILE + LONG
-    events[-1]["data"] = {"turn": 1, "reason": {"kind": "error", "error": {"message": HOSTILE}}}
-    return events
-
-
-@pytest.fixture(scope="module")
-def hostile_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("hostile")
-    events = hostile_events()
-    put(log_path(root, EVIL_ID), raw_log(header(EVIL_ID, cwd=f"/home/{CLEAR}{BIDI}"), events))
-    # A child whose title and id are hostile too, so the tree draws a hostile edge.
-    child = f"child{OSC52}"
-    put(
-        log_path(root, child),
-        raw_log(header(child, parentSession=EVIL_ID, seedLength=13), events),
-    )
-    return root
-
-
-def unsafe_characters(text: str) -> list[str]:
-    """Characters that would act on a terminal: C0 (but newline), DEL, C1, bidi controls."""
-    return sorted(
-        {
-            f"U+{ord(c):04X}"
-            for c in text
-            if (ord(c) < 0x20 and c != "\n")
-            or 0x7F <= ord(c) < 0xA0
-            or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-            or unicodedata.category(c) == "Cs"
-        }
-    )
+from .corpus import (
+    BIDI,
+    CLEAR,
+    CWD,
+    EVIL_ID,
+    HOSTILE,
+    LONG,
+    MARKUP,
+    conversation,
+    header,
+    log_path,
+    put,
+    raw_log,
+    unsafe_characters,
+)
 
 
 def turnline(*args: str) -> subprocess.CompletedProcess[str]:
