@@ -159,9 +159,9 @@ class LogReader:
                 self._identity = identity
                 if self._stuck:
                     # More bytes can turn a "torn tail" into corruption: say so in the batch.
-                    before = set(self.all_problems())
+                    known = set(self.all_problems())
                     self._reclassify_stuck(fh)
-                    batch.problems.extend(p for p in self.all_problems() if p not in before)
+                    batch.problems.extend(p for p in self.all_problems() if p not in known)
                     return batch
                 if st.st_size == self.offset:
                     if st.st_size == 0 and not self.problems:
