@@ -265,6 +265,7 @@ import os, random, sys, time
 from pathlib import Path
 from tests.hardening.corpus import frame, lines, turn_events
 path, zstd, turns = Path(sys.argv[1]), sys.argv[2] == "zstd", int(sys.argv[3])
+pause = int(sys.argv[4])
 rng = random.Random(7)
 fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 seq = 0
@@ -272,8 +273,13 @@ for n in range(1, turns + 1):
     events = turn_events(n, seq)
     seq += len(events)
     batches = [frame(events)] if zstd else [lines([e]) for e in events]
-    for data in batches:
-        if rng.random() < 0.4:
+    for k, data in enumerate(batches):
+        if n == pause + 1 and k == 0:
+            # Park mid-record until the test has forked: a fork during a torn write.
+            os.write(fd, data[: len(data) // 2])
+            sys.stdin.readline()
+            os.write(fd, data[len(data) // 2 :])
+        elif rng.random() < 0.4:
             cut = rng.randrange(1, len(data))
             os.write(fd, data[:cut])  # a torn write: the rest comes a moment later
             time.sleep(rng.uniform(0.0005, 0.003))
@@ -305,9 +311,14 @@ def test_reading_and_forking_while_another_process_appends(tmp_path: Path, encod
     reader = LogReader(path)
     got: list[dict[str, Any]] = []
     forks: list[tuple[Path, int]] = []
+    pause = 30  # the writer parks half-way through turn 31 until released
+    parked_fork: tuple[Path, int] | None = None
     writer = subprocess.Popen(
-        [sys.executable, "-c", _APPEND_TURNS, str(path), encoding, str(turns)], cwd=REPO
+        [sys.executable, "-c", _APPEND_TURNS, str(path), encoding, str(turns), str(pause)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
     )
+    assert writer.stdin is not None
     try:
         while True:
             running = writer.poll() is None
@@ -322,14 +333,22 @@ def test_reading_and_forking_while_another_process_appends(tmp_path: Path, encod
             if ends and (not forks or forks[-1][1] != ends[-1] + 1):
                 done = root.fork(summary, ends[-1], f"fork-{len(forks)}")
                 forks.append((done.child.path, ends[-1] + 1))
+            if parked_fork is None and len(got) == pause * 12 and reader.tail_problem:
+                # The writer is parked inside a record: fork now, then let it go on.
+                done = root.fork(summary, None, "fork-parked")
+                parked_fork = (done.child.path, pause * 12)
+                forks.append(parked_fork)
+                writer.stdin.write(b"go\n")
+                writer.stdin.flush()
             if not running:
                 break
             time.sleep(0.002)
     finally:
+        writer.stdin.close()  # a writer still parked (a failed assert) sees EOF and ends
         writer.wait(timeout=60)
     assert writer.returncode == 0
     assert len(got) == len(expected) and reader.all_problems() == []
-    assert len(forks) >= 2
+    assert parked_fork is not None
     # Every fork taken while the writer ran is a valid prefix of the parent.
     for child, seed_length in forks:
         kid = read_log(child)
