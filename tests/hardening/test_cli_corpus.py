@@ -99,6 +99,11 @@ def test_show_json_on_every_bad_log_reports_its_kinds(
             shown = json.loads(capsys.readouterr().out)
             kinds = {p["kind"] for p in shown["session"]["problems"]}
             assert kinds == {str(k) for k in case.kinds}, (name, shown["session"]["problems"])
+            # The text view names the same kinds, in plain safe text.
+            assert main(["show", *argv]) == 0, name
+            text = capsys.readouterr()
+            assert all(str(k) in text.out for k in case.kinds), (name, text.out)
+            assert "Traceback" not in text.err
 
 
 def test_bad_roots_fail_with_a_typed_error_not_a_traceback(tmp_path: Path) -> None:

@@ -162,3 +162,16 @@ def test_cli_fork_with_an_undecodable_id_argument_is_a_typed_error(tmp_path: Pat
     assert b"Traceback" not in out.stderr
     assert out.returncode == 1
     assert _tree(tmp_path) == before
+
+
+def test_cli_fork_with_traversal_ids_writes_only_under_the_root(tmp_path: Path) -> None:
+    rootdir = tmp_path / "root"
+    put(log_path(rootdir, "p"), raw_log(header("p"), conversation(1)))
+    before = _tree(tmp_path)
+    for child_id in ("../../escape", "/tmp/evil", ".."):
+        out = turnline("fork", str(rootdir), "p", "--id", child_id, "--json")
+        assert out.returncode == 0, out.stderr
+        child = Path(json.loads(out.stdout)["child"]["path"])
+        assert child == session_dir(rootdir, child_id, CWD) / "session.jsonl"
+    created = _tree(tmp_path) - before
+    assert created and all(p.is_relative_to(rootdir) for p in created)
