@@ -79,12 +79,14 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
     for key, attr in HEADER_FIELDS:
         value = obj.get(key)
         if key in ("createdAt", "seedLength", "delegationDepth"):
-            if not (isinstance(value, int) and not isinstance(value, bool)):
+            # The format says all three are integers >= 0: a negative seedLength would
+            # otherwise pass as a seed and skew the timeline and the seed check.
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 if value is not None:
                     problems.append(
                         LogProblem(
                             ProblemKind.BAD_HEADER,
-                            f"header field {key} is {value!r}, not an integer; ignored",
+                            f"header field {key} is {value!r}, not an integer >= 0; ignored",
                             line=1,
                         )
                     )
