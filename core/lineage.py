@@ -118,6 +118,16 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
         if pid is None:
             continue
         candidates = [c for c in by_id.get(pid, []) if c.path != summary.path]
+        if not candidates and pid == summary.id and summary.header is not None:
+            # A log naming itself as its parent is a cycle of one, not a missing parent.
+            add(
+                summary.path,
+                LogProblem(
+                    ProblemKind.LINEAGE_CYCLE,
+                    "parentSession names this session itself; shown as a root here",
+                ),
+            )
+            continue
         if not candidates:
             missing_children.setdefault(pid, []).append(summary)
             add(
