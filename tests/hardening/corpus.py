@@ -433,6 +433,20 @@ def bad_cases(big_line_log: Path) -> list[BadCase]:
         BadCase("seed-too-long", _seed_too_long, frozenset({K.SEED_MISMATCH})),
         BadCase("seed-differs", _seed_differs, frozenset({K.SEED_MISMATCH})),
         BadCase("lineage-cycle", _cycle, frozenset({K.LINEAGE_CYCLE})),
+        BadCase(
+            "self-parent",
+            _one(
+                "self-parent",
+                raw_log(header("self-parent", parentSession="self-parent", seedLength=12), events1),
+            ),
+            frozenset({K.LINEAGE_CYCLE}),
+            frozenset({K.MISSING_PARENT}),
+        ),
+        BadCase(
+            "negative-seed",
+            _one("negative-seed", raw_log(header("negative-seed", seedLength=-3), events1)),
+            frozenset({K.BAD_HEADER}),
+        ),
     ]
 
 
