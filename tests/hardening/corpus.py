@@ -652,3 +652,56 @@ def build_hostile_root(root: Path) -> Path:
         raw_log(header(child, parentSession=EVIL_ID, seedLength=13), events),
     )
     return root
+
+
+# -- odd event shapes ----------------------------------------------------------------------
+
+#: Events of known types whose data has shapes the format does not promise: logs from
+#: other harness versions or plugins. Each must be shown, never crash a view.
+ODD_EVENTS: Final[dict[str, tuple[str, Any]]] = {
+    "user-data-str": ("user/message", "just a string"),
+    "user-content-str": ("user/message", {"role": "user", "content": "not a list"}),
+    "user-content-junk": (
+        "user/message",
+        {"content": [1, None, {"type": "text", "text": 5}, {"type": "image"}], "source": 3},
+    ),
+    "assistant-message-list": ("assistant/message", {"turn": 1, "message": []}),
+    "assistant-parts-junk": (
+        "assistant/message",
+        {"message": {"content": [{"type": "tool-call", "args": None}, "text", {"text": None}]}},
+    ),
+    "tool-call-dict-name": ("tool/call", {"name": {"a": 1}, "arguments": "x" * 5000}),
+    "tool-result-nested": (
+        "tool/result",
+        {"message": {"content": [{"type": "tool-result", "content": {"nested": [1, [2]]}}]}},
+    ),
+    "tool-result-not-list": ("tool/result", {"message": {"content": "plain"}}),
+    "title-int": ("session/title", {"title": 123}),
+    "chunk-junk": ("assistant/chunk", {"chunk": {"type": "text-delta", "text": ["a"]}}),
+    "data-null": ("step/start", None),
+}
+#: `turn/end` data of odd shapes.
+ODD_ENDS: Final[dict[str, Any]] = {
+    "end-kind-int": {"turn": 1, "reason": {"kind": 5}},
+    "end-error-str": {"turn": 1, "reason": {"kind": "error", "error": "flat string"}},
+    "end-aborted-str": {"turn": 1, "reason": {"kind": "aborted", "reason": "why"}},
+    "end-no-reason": {"error": "boom"},
+    "end-list": [1, 2],
+}
+
+
+def build_odd_shapes(root: Path) -> dict[str, Path]:
+    """One log per odd shape: a turn holding the odd event, or ending oddly."""
+    out: dict[str, Path] = {}
+    for name, (etype, data) in ODD_EVENTS.items():
+        events = conversation(1)
+        events.insert(3, {"type": etype, "seq": 3, "time": -1, "data": data})
+        for seq, event in enumerate(events):
+            event["seq"] = seq
+        out[name] = put(log_path(root, name), raw_log(header(name), events))
+    for name, data in ODD_ENDS.items():
+        events = conversation(1)
+        events[-1]["data"] = data
+        events[-1]["time"] = 1e300
+        out[name] = put(log_path(root, name), raw_log(header(name), events))
+    return out

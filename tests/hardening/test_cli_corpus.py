@@ -22,6 +22,7 @@ from .corpus import (
     UNREADABLE_ID,
     BadCase,
     build_healthy,
+    build_odd_shapes,
     drop_dac_override_in_child,
 )
 
@@ -115,3 +116,15 @@ def test_bad_roots_fail_with_a_typed_error_not_a_traceback(tmp_path: Path) -> No
     as_file = turnline("tree", str(plain))
     assert as_file.returncode == 1 and "Traceback" not in as_file.stderr
     assert as_file.stderr.count("\n") == 1 and as_file.stdout == ""
+
+
+def test_cli_shows_odd_event_shapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logs = build_odd_shapes(tmp_path)
+    for argv in (["ls", str(tmp_path)], ["tree", str(tmp_path)], ["ls", "--json", str(tmp_path)]):
+        assert main(argv) == 0
+        assert "Traceback" not in capsys.readouterr().err
+    for name, path in logs.items():
+        for extra in ([], ["--json"]):
+            assert main(["show", *extra, str(tmp_path), str(path)]) == 0, name
+            out = capsys.readouterr()
+            assert "Traceback" not in out.err and out.out, name

@@ -11,9 +11,18 @@ from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Static
+from turnline.core.logfile import read_log
 from turnline.tui import TurnlineApp
 
-from .corpus import EVIL_ID, MARKUP, BadCase, dac_override_dropped, log_path, unsafe_characters
+from .corpus import (
+    EVIL_ID,
+    MARKUP,
+    BadCase,
+    build_odd_shapes,
+    dac_override_dropped,
+    log_path,
+    unsafe_characters,
+)
 
 SIZE = (120, 40)
 Corpus = tuple[Path, dict[str, tuple[list[Path], BadCase]]]
@@ -84,3 +93,22 @@ async def test_app_renders_hostile_content_literally(hostile_root: Path) -> None
         await pilot.pause()
         assert unsafe_characters(detail_text(app)) == []
         assert unsafe_characters(app.export_screenshot()) == []
+
+
+async def test_app_shows_odd_event_shapes_without_crashing(tmp_path: Path) -> None:
+    logs = build_odd_shapes(tmp_path)
+    app = TurnlineApp(tmp_path, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None, "the scan")
+        for name, path in logs.items():
+            await open_log(pilot, app, path)
+            assert app.view is not None and len(app.view.loaded.events) == len(
+                read_log(path).events
+            ), name
+            # The one turn's detail (conversation, tools, reason) is drawn.
+            await wait_for(pilot, lambda: "hello" in detail_text(app), f"the turn of {name}")
+            await pilot.press("v")  # raw view
+            await pilot.pause()
+            await pilot.press("v")
+            await pilot.pause()
+        assert app.is_running
