@@ -695,12 +695,14 @@ def build_odd_shapes(root: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for name, (etype, data) in ODD_EVENTS.items():
         events = conversation(1)
+        events[1]["data"]["content"][0]["text"] = f"hello {name}"
         events.insert(3, {"type": etype, "seq": 3, "time": -1, "data": data})
         for seq, event in enumerate(events):
             event["seq"] = seq
         out[name] = put(log_path(root, name), raw_log(header(name), events))
     for name, data in ODD_ENDS.items():
         events = conversation(1)
+        events[1]["data"]["content"][0]["text"] = f"hello {name}"
         events[-1]["data"] = data
         events[-1]["time"] = 1e300
         out[name] = put(log_path(root, name), raw_log(header(name), events))

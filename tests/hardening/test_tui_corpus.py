@@ -106,9 +106,13 @@ async def test_app_shows_odd_event_shapes_without_crashing(tmp_path: Path) -> No
                 read_log(path).events
             ), name
             # The one turn's detail (conversation, tools, reason) is drawn.
-            await wait_for(pilot, lambda: "hello" in detail_text(app), f"the turn of {name}")
-            await pilot.press("v")  # raw view
-            await pilot.pause()
+            marker = f"hello {name}"
+
+            def drawn(marker: str = marker) -> bool:
+                return marker in detail_text(app)
+
+            await wait_for(pilot, drawn, f"the turn of {name}")
+            await pilot.press("v")  # the raw JSON view of the same events
+            await wait_for(pilot, lambda: bool(app.detail.query(".raw")), f"raw view of {name}")
             await pilot.press("v")
-            await pilot.pause()
         assert app.is_running
