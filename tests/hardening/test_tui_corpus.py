@@ -12,6 +12,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Static
 from turnline.core.logfile import read_log
+from turnline.core.textsafe import one_line
 from turnline.tui import TurnlineApp
 
 from .corpus import (
@@ -65,11 +66,16 @@ async def test_app_shows_each_bad_logs_problems_in_the_detail_pane(corpus_root: 
                     assert {p.kind for p in app.view.loaded.problems} == case.kinds, name
                     if not case.kinds:
                         continue
-                    wanted = [str(k) for k in case.kinds]
+                    # Every problem of this log, kind and message, is in the pane.
+                    wanted = [
+                        piece
+                        for p in app.view.loaded.problems
+                        for piece in (str(p.kind), one_line(p.message, 400))
+                    ]
 
                     def shown(wanted: list[str] = wanted) -> bool:
                         text = detail_text(app)
-                        return "in this log" in text and all(k in text for k in wanted)
+                        return "in this log" in text and all(w in text for w in wanted)
 
                     await wait_for(pilot, shown, f"the problems of {name} in #detail")
             assert app.is_running
