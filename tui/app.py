@@ -143,7 +143,7 @@ class TurnlineApp(App[int]):
         return self.screen_stack[0].query_one("#filter", Input)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="⑂")
+        yield Header(show_clock=False)
         with Vertical(id="left"):
             yield Input(placeholder="filter: title, id or cwd", id="filter")
             yield SessionTree(id="sessions")
@@ -418,7 +418,11 @@ class TurnlineApp(App[int]):
         title = Text("turns · ", end="")
         title.append_text(line(summary.display_title(), limit=50))
         timeline.border_title = title
-        timeline.show(view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor)
+        loaded = view.loaded
+        limit = loaded.contiguous if loaded.contiguous < loaded.summary.events else None
+        timeline.show(
+            view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor, seed_limit=limit
+        )
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
         self._refresh_bindings()
@@ -546,7 +550,7 @@ class TurnlineApp(App[int]):
             return "no turn is highlighted"
         if turn.end_seq is None:
             return f"turn {turn.number} is still open: it has no turn/end yet"
-        if turn.end_seq >= view.loaded.contiguous and not view.tail:
+        if timeline.past_gap(turn):
             return (
                 f"turn {turn.number} ends past a seq gap (events are contiguous only up to "
                 f"seq {view.loaded.contiguous - 1}): not a valid seed"

@@ -287,3 +287,68 @@ def test_run_app_on_missing_root_says_so(tmp_path: Path, capsys: Any) -> None:
     err = capsys.readouterr().err
     assert "does not exist" in err
     assert "Traceback" not in err
+
+
+async def test_log_text_is_shown_literally(tmp_path: Path) -> None:
+    from turnline.core.model import SessionHeader
+
+    from .conftest import HOSTILE, T0, turn, write_session
+
+    root = tmp_path / "root"
+    evil_id = "[red]id[/red]\x1b[31m\u202e"
+    path = write_session(
+        root,
+        SessionHeader(id=evil_id, created_at=T0, cwd="/srv/[b]x[/b]"),
+        turn(0, 1, HOSTILE, HOSTILE, tools=[(HOSTILE, {"arg": HOSTILE}, HOSTILE)]),
+    )
+    async with make_app(root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, path)
+        node = app.session_tree.node_of(path)
+        assert node is not None
+        label = node.label
+        plain = str(label)
+        assert "[bold red]x[/]" in plain
+        for bad in ("\x1b", "\x07", "\u202e"):
+            assert bad not in plain
+        # Markup in the log never became a style: only our own spans are present.
+        assert all(span.style != "bold red" for span in getattr(label, "spans", []))
+        timeline = app.timeline
+        cell = timeline.get_row_at(0)[5]
+        assert "[bold red]x[/]" in cell.plain and "\x1b" not in cell.plain
+
+        def detail_shown() -> bool:
+            """the turn's conversation"""
+            return bool(app.detail.query("Collapsible"))
+
+        await wait_for(pilot, detail_shown)
+        texts = [str(w.render()) for w in app.detail.query("Static")]
+        assert any("[bold red]x[/]" in t for t in texts)
+        assert not any("\x1b" in t or "\u202e" in t for t in texts)
+        title = app.detail.query("Collapsible").first().title
+        assert "[bold red]x[/]" in title.replace("\\[", "[")
+        # The whole screen as exported: no escape sequence from the log survives.
+        svg = app.export_screenshot()
+        assert "SGVsbG8" in svg and "\x1b]52" not in svg
+
+
+async def test_problem_log_lists_problems_and_refuses_fork_past_the_gap(tmp_path: Path) -> None:
+    from .test_snapshots import write_problem_log
+
+    root = tmp_path / "root"
+    path = write_problem_log(root)
+    async with make_app(root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, path)
+        timeline = app.timeline
+        timeline.focus()
+        timeline.move_cursor(row=0)
+        await wait_for(pilot, lambda: bool(app.detail.query(".problems")))
+        problems = str(app.detail.query_one(".problems").render())
+        assert "seq-gap" in problems and "torn-tail" in problems
+        assert app.fork_refusal() is None
+        timeline.move_cursor(row=1)
+        await pilot.pause()
+        refusal = app.fork_refusal()
+        assert refusal is not None and "seq gap" in refusal
+        await pilot.press("f")
+        await pilot.pause()
+        assert any("seq gap" in m for m in notifications(app))

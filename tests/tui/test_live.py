@@ -38,7 +38,7 @@ async def test_open_turn_becomes_forkable_when_its_turn_end_lands(
         await pilot.pause()
         assert app.fork_refusal() == "turn 2 is still open: it has no turn/end yet"
         node = tree.node_of(family.live)
-        assert node is not None and "● live" in str(node.label)
+        assert node is not None and str(node.label).startswith("● ")
 
         seq = last_seq(family.live) + 1
         end = SessionEvent(
@@ -54,7 +54,7 @@ async def test_open_turn_becomes_forkable_when_its_turn_end_lands(
         assert app.fork_refusal() is None
         assert app.active_bindings["f"].enabled is True
         label = tree.node_of(family.live)
-        assert label is not None and "● live" not in str(label.label)
+        assert label is not None and not str(label.label).startswith("● ")
 
         # A whole new turn appended: the timeline grows in place, following the end.
         more = turn(seq + 1, 3, "Tag the release", "Tagged v1.2.", minute=70)

@@ -62,7 +62,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         facts.append("\ninherits  ", style="bold")
         facts.append(f"{plan.inherits} event{'s' if plan.inherits != 1 else ''}")
         with Vertical(id="fork-dialog"):
-            yield Label(Text("⑂ Fork session", style="bold"), id="fork-title")
+            yield Label(Text("Fork session", style="bold"), id="fork-title")
             yield Static(facts, id="fork-facts")
             yield Label("child id (blank = generated)")
             yield Input(placeholder="generated UUID", id="child-id")

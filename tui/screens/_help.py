@@ -16,7 +16,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓  j k", "move in the focused pane"),
     ("Tab / Shift+Tab", "next / previous pane"),
     ("Enter", "open the session; on a seed divider: jump to the parent"),
-    ("f", "fork at the highlighted turn/end (⑂ rows)"),
+    ("f", "fork at the highlighted turn/end (▶ rows)"),
     ("p", "jump to the parent session, at the turn it was forked from"),
     ("v", "toggle the raw events (JSON) of the turn"),
     ("/", "filter sessions by title, id or cwd (Escape clears)"),
@@ -27,11 +27,13 @@ KEYS: tuple[tuple[str, str], ...] = (
 )
 
 MARKERS: tuple[tuple[str, str], ...] = (
-    ("⑂", "a fork point (turn ended with turn/end); in the tree: a user fork"),
+    ("▶", "a fork point: the turn ended with turn/end (f forks there)"),
     ("●", "an open turn: an agent is writing it now (not forkable yet)"),
-    ("● live", "the session has an open turn"),
+    ("✖", "a turn/end past a seq gap: shown, but it cannot seed a fork"),
+    ("● (tree)", "the session has an open turn: an agent is live in it"),
+    ("↳", "a user fork child (seeded from its parent)"),
     ("⚙", "a subagent child (spawned by a tool call)"),
-    ("⚠ n", "the log has n problems (shown in the detail pane)"),
+    ("⚠n", "the log has n problems (listed in the detail pane)"),
     ("dim rows", "turns a fork child inherited from its parent (its seed)"),
 )
 

@@ -44,12 +44,17 @@ def short_id(session_id: str) -> str:
 def session_label(
     summary: SessionSummary, problems: int, *, width: int = TITLE_WIDTH, filtered: bool = False
 ) -> Text:
-    """The label of a session node: title, short id, turns and markers."""
+    """The label of a session node: markers first (so a narrow pane never hides them),
+    then the title, short id and turn count."""
     label = Text(no_wrap=True, end="")
+    if summary.open_turn:
+        label.append("● ", style="bold green")
+    if problems:
+        label.append(f"⚠{problems} ", style="bold yellow")
     if summary.origin == "subagent":
         label.append("⚙ ", style="magenta")
     elif summary.parent_session is not None and summary.seed_length is not None:
-        label.append("⑂ ", style="cyan")
+        label.append("↳ ", style="cyan")
     if summary.title:
         label.append_text(line(summary.title, limit=width))
         label.append(" ")
@@ -57,10 +62,6 @@ def session_label(
     else:
         label.append_text(line(summary.id, style="italic", limit=width))
     label.append(f" {summary.turns}t", style="dim")
-    if summary.open_turn:
-        label.append(" ● live", style="bold green")
-    if problems:
-        label.append(f" ⚠ {problems}", style="bold yellow")
     if filtered:
         label.stylize("bold")
     return label

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 from turnline.core.timeline import Timeline, Turn
 
 from .._text import line
@@ -26,15 +27,19 @@ REASON_STYLE: dict[str, str] = {
     "open": "bold cyan",
 }
 
-COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("mark", " ", 2),
-    ("turn", "turn", 4),
+#: (key, header, width); the user column takes whatever width is left.
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("turn", "turn", 5),
     ("reason", "reason", 11),
     ("steps", "steps", 5),
-    ("tools", "tools", 18),
-    ("user", "user", None),
-    ("time", "time", 14),
+    ("tools", "tools", 12),
+    ("time", "time", 8),
+    ("user", "user", 20),
 )
+USER_MIN = 12
+FORK_MARK = "▶"
+OPEN_MARK = "●"
+GAP_MARK = "✖"
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,17 @@ def format_time(ms: int | float | None, tz: tzinfo | None) -> str:
         moment = datetime.fromtimestamp(ms / 1000, tz)
     except (OverflowError, OSError, ValueError):
         return "?"
-    return moment.strftime("%m-%d %H:%M:%S")
+    return moment.strftime("%H:%M:%S")
+
+
+def format_datetime(ms: int | float | None, tz: tzinfo | None) -> str:
+    """A full date and time, from the log only."""
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def tools_summary(tools: tuple[str, ...], width: int = 18) -> str:
@@ -67,7 +82,7 @@ def tools_summary(tools: tuple[str, ...], width: int = 18) -> str:
 
 
 class TurnTimeline(DataTable[Text]):
-    """One row per turn; forkable rows (ending in `turn/end`) marked ⑂ and coloured.
+    """One row per turn; forkable rows (ending in `turn/end`) marked ▶ and coloured.
 
     In a fork child, the inherited seed rows are dimmed and a divider row says where
     the child diverged. Rows are keyed by turn index, so a live update changes cells
@@ -109,11 +124,22 @@ class TurnTimeline(DataTable[Text]):
         self._divider: Divider | None = None
         self._divider_after: int | None = None  # index of the last seed turn
         self._keys: list[str] = []  # row keys in display order
-        self._problem_turns: frozenset[int] = frozenset()
+        self.seed_limit: int | None = None
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
             self.add_column(Text(label, style="bold"), key=key, width=width)
+
+    def on_resize(self) -> None:
+        """Give the user text every column the others leave, so nothing scrolls sideways."""
+        fixed = sum(width + 2 * self.cell_padding for key, _, width in COLUMNS if key != "user")
+        avail = self.scrollable_content_region.width - fixed - 2 * self.cell_padding - 1
+        column = self.columns.get(ColumnKey("user"))
+        if column is not None and column.width != max(USER_MIN, avail):
+            column.width = max(USER_MIN, avail)
+            # DataTable has no public "column resized" hook; this is what add_column sets.
+            self._require_update_dimensions = True
+            self.refresh()
 
     # -- model ---------------------------------------------------------------------
 
@@ -159,14 +185,35 @@ class TurnTimeline(DataTable[Text]):
         """True when the cursor is on the seed divider row."""
         return bool(self._keys) and self._keys[self.cursor_row] == DIVIDER_KEY
 
+    def past_gap(self, turn: Turn) -> bool:
+        """True for a turn/end beyond the contiguous prefix: shown, but not a fork point."""
+        limit = self.seed_limit
+        return limit is not None and turn.end_seq is not None and turn.end_seq >= limit
+
     def is_seed(self, turn: Turn) -> bool:
         """True for a turn the child inherited from its parent."""
         return turn.end_seq is not None and turn.end_seq < self._seed_length
 
     # -- showing -------------------------------------------------------------------
 
-    def show(self, timeline: Timeline, divider: Divider | None, *, cursor_turn: int | None) -> None:
-        """Replace the rows with a session's timeline."""
+    def show(
+        self,
+        timeline: Timeline,
+        divider: Divider | None,
+        *,
+        cursor_turn: int | None,
+        seed_limit: int | None = None,
+    ) -> None:
+        """Replace the rows with a session's timeline.
+
+        Args:
+            timeline: The turns.
+            divider: Where a fork child's seed ends, if it is one.
+            cursor_turn: The turn index to put the cursor on (None: the last row).
+            seed_limit: Events are contiguous only below this seq (None: all are), so
+                turns ending at or past it cannot seed a fork.
+        """
+        self.seed_limit = seed_limit
         self.clear()
         self._keys = []
         self._turns = timeline.turns
@@ -230,44 +277,40 @@ class TurnTimeline(DataTable[Text]):
     def _add_divider(self) -> None:
         divider = self._divider
         assert divider is not None
-        text = Text("── forked from ", style="bold cyan", no_wrap=True, end="")
+        text = Text("forked from ", style="bold cyan", no_wrap=True, end="")
         text.append_text(line(divider.parent_title, style="bold cyan", limit=40))
-        text.append(f" at seq {divider.boundary} ──", style="bold cyan")
-        rule = Text("──", style="cyan")
-        self.add_row(
-            Text("⤴", style="bold cyan"),
-            rule,
-            Text("───────────", style="cyan"),
-            rule,
-            Text("──", style="cyan"),
-            text,
-            Text("", end=""),
-            key=DIVIDER_KEY,
-        )
+        text.append(f" at seq {divider.boundary} ", style="bold cyan")
+        cells = {key: Text("─" * width, style="cyan") for key, _, width in COLUMNS}
+        cells["turn"] = Text("⤴ ───", style="bold cyan")
+        cells["user"] = text
+        self.add_row(*(cells[key] for key, _, _ in COLUMNS), key=DIVIDER_KEY)
         self._keys.append(DIVIDER_KEY)
 
     def _cells(self, turn: Turn) -> list[Text]:
         seed = self.is_seed(turn)
         base = "dim" if seed else ""
-        if turn.forkable:
-            mark = Text("⑂", style="dim cyan" if seed else "bold cyan")
+        number = Text(end="")
+        if self.past_gap(turn):
+            number.append(f"{GAP_MARK} ", style="red")
+            number.append(str(turn.number), style="dim")
+        elif turn.forkable:
+            number.append(f"{FORK_MARK} ", style="dim cyan" if seed else "bold cyan")
+            number.append(str(turn.number), style=f"bold {base}".strip())
         else:
-            mark = Text("●", style="bold cyan")
+            number.append(f"{OPEN_MARK} ", style="bold cyan")
+            number.append(str(turn.number))
         reason_style = REASON_STYLE.get(turn.reason, "")
         reason = Text(turn.reason, style=f"{reason_style} {base}".strip(), end="")
-        user = line(turn.user or "", style=base, limit=200)
-        if not turn.user:
-            user = Text("—", style="dim")
-        turn_no = Text(str(turn.number), style=f"bold {base}" if turn.forkable else base)
-        return [
-            mark,
-            turn_no,
-            reason,
-            Text(str(turn.steps), style=base),
-            line(tools_summary(turn.tools), style=base),
-            user,
-            Text(format_time(turn.started, self.tz), style=base or "dim"),
-        ]
+        user = line(turn.user, style=base, limit=200) if turn.user else Text("—", style="dim")
+        cells = {
+            "turn": number,
+            "reason": reason,
+            "steps": Text(str(turn.steps), style=base, justify="right"),
+            "tools": line(tools_summary(turn.tools), style=base),
+            "time": Text(format_time(turn.started, self.tz), style=base or "dim"),
+            "user": user,
+        }
+        return [cells[key] for key, _, _ in COLUMNS]
 
     def _announce(self) -> None:
         self.post_message(self.TurnHighlighted(self, self.current_turn_index))

@@ -16,7 +16,7 @@ from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.timeline import Turn, message_text
 
 from .._text import literal, one_line, safe_text
-from ._timeline import format_time
+from ._timeline import format_datetime
 
 #: A tool call/result longer than this (lines or characters) starts collapsed.
 FOLD_LINES: Final = 6
@@ -253,13 +253,13 @@ class TurnDetail(VerticalScroll):
         last = turn.end_seq if turn.end_seq is not None else "…"
         text.append(f" · seq {turn.first_seq}–{last} · {turn.steps} steps", style="dim")
         if turn.started is not None:
-            text.append(f" · {format_time(turn.started, self.tz)}", style="dim")
+            text.append(f" · {format_datetime(turn.started, self.tz)}", style="dim")
         if turn.started is not None and turn.ended is not None and turn.ended >= turn.started:
             text.append(f" ({(turn.ended - turn.started) / 1000:.1f}s)", style="dim")
         text.append("\n")
         if turn.end_seq is not None:
             text.append(
-                f"⑂ fork point: f forks here (seed = {turn.end_seq + 1} events)", style="cyan"
+                f"▶ fork point: f forks here (seed = {turn.end_seq + 1} events)", style="cyan"
             )
         else:
             text.append(
