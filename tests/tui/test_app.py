@@ -352,3 +352,11 @@ async def test_problem_log_lists_problems_and_refuses_fork_past_the_gap(tmp_path
         await pilot.press("f")
         await pilot.pause()
         assert any("seq gap" in m for m in notifications(app))
+
+
+async def test_filter_opens_the_session_it_lands_on(family: Family) -> None:
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        await pilot.press("slash", *"changelog", "enter")
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == family.live)
+        assert app.session_tree.highlighted_path == family.live

@@ -95,6 +95,8 @@ class SessionTree(Tree[TreeEntry]):
         self._snapshot: RootSnapshot | None = None
         self._filter = ""
         self._collapsed: set[str] = set()
+        self._target: Path | None = None  # where select_path is moving the cursor
+        self._announce_target = False
 
     @property
     def snapshot(self) -> RootSnapshot | None:
@@ -115,12 +117,13 @@ class SessionTree(Tree[TreeEntry]):
 
     def show(self, snapshot: RootSnapshot, *, select: Path | None = None) -> None:
         """Rebuild from a snapshot; keep (or move) the cursor to a session."""
-        keep = select if select is not None else self.highlighted_path
+        keep = select or self._target or self.highlighted_path
         self._remember_folds()
         self._snapshot = snapshot
         self._rebuild()
         if keep is not None:
-            self.select_path(keep)
+            # A rebuild only restores the cursor; it is not the user choosing a session.
+            self.select_path(keep, announce=select is not None)
 
     def relabel(self, snapshot: RootSnapshot, paths: list[Path]) -> None:
         """Refresh the labels of some sessions (counts, live marker) in place."""
@@ -145,11 +148,18 @@ class SessionTree(Tree[TreeEntry]):
         else:
             self.select_first_session()
 
-    def select_path(self, path: Path) -> bool:
-        """Move the cursor to a session (unfolding its ancestors)."""
+    def select_path(self, path: Path, *, announce: bool = True) -> bool:
+        """Move the cursor to a session (unfolding its ancestors).
+
+        Args:
+            path: The session's log.
+            announce: Post `SessionHighlighted` even if the cursor line does not change.
+        """
         node = self._session_nodes.get(path)
         if node is None:
             return False
+        self._target = path
+        self._announce_target = announce
         parent = node.parent
         while parent is not None:
             parent.expand()
@@ -162,6 +172,13 @@ class SessionTree(Tree[TreeEntry]):
     def _move_to(self, node: TreeNode[TreeEntry]) -> None:
         if node.tree is self and node.line >= 0:
             self.move_cursor(node, animate=False)
+            # After a rebuild the cursor line may be unchanged while the node under it
+            # is another session, and Tree only reports line changes: say it ourselves.
+            path = node.data.path if node.data is not None else None
+            if path is not None and path == self._target:
+                if self._announce_target:
+                    self.post_message(self.SessionHighlighted(path))
+                self._target = None
 
     def select_first_session(self) -> None:
         """Move the cursor to the first session shown."""
