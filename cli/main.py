@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
+import orjson
 from turnline.core.logfile import encoding_of
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
@@ -53,18 +54,53 @@ def _print_lines(lines: Sequence[str]) -> None:
     _write(sys.stdout, "".join(line + "\n" for line in lines))
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: Any, *, floats: bool = True) -> None:
+    """Print `value` as indented JSON; `floats=False` promises it holds no float."""
+    data = _json_bytes(value, floats)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        _write(sys.stdout, data.decode("utf-8"))
+
+
+def _json_bytes(value: Any, floats: bool = True) -> bytes:
+    """`json.dumps(value, ensure_ascii=False, indent=2)` + newline, as UTF-8 bytes.
+
+    orjson writes exactly those bytes (same layout and escapes) about ten times faster,
+    except for floats (`1e-05` vs `0.00001`), integers beyond 64 bits and lone
+    surrogates; a value holding any of those goes through `json`.
+    """
+    if not (floats and _has_float(value)):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate or a huge integer: json below handles both
     # Lone surrogates (ids decoded from folder names, undecodable file names) cannot be
     # UTF-8 encoded; `backslashreplace` writes them as `\udXXX`, which inside a JSON
     # string literal is exactly their JSON escape, so the output stays valid JSON.
     text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None:
-        sys.stdout.flush()
-        buffer.write(text.encode("utf-8", "backslashreplace"))
-        buffer.flush()
-    else:
-        _write(sys.stdout, text)
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _has_float(value: Any) -> bool:
+    """True if a float sits anywhere in a JSON-shaped value (dicts, lists, scalars)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is float or (kind not in _PLAIN and isinstance(item, float)):
+            return True
+    return False
+
+
+_PLAIN: Final = frozenset((str, int, bool, type(None)))
 
 
 def _width() -> int:
@@ -138,11 +174,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
     summaries = root.scan()
     lineage = root.lineage()
     if args.json:
+        # Listing entries hold only strings, integers, booleans and None (the header's
+        # numbers are integers by `parse_header`), so the float walk is skipped.
         _print_json(
             [
                 s.to_json_dict(extra_problems=tuple(lineage.problems.get(s.path, ())))
                 for s in summaries
-            ]
+            ],
+            floats=False,
         )
         return 0
     for folder, why in root.scan_problems:

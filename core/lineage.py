@@ -8,7 +8,6 @@ never followed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +79,14 @@ class Lineage:
 
 def _distance(a: Path, b: Path) -> int:
     """Folder hops between two logs: smaller means closer kin on disk."""
-    common = os.path.commonpath([a.parent, b.parent])
-    return len(a.parent.parts) + len(b.parent.parts) - 2 * len(Path(common).parts)
+    # Path parts are already normalised, so their common prefix is the common folder
+    # (`os.path.commonpath` would re-parse both paths for every candidate parent).
+    pa, pb = a.parts, b.parts
+    folders = min(len(pa), len(pb)) - 1
+    common = 0
+    while common < folders and pa[common] == pb[common]:
+        common += 1
+    return len(pa) + len(pb) - 2 - 2 * common
 
 
 def _sort_key(summary: SessionSummary) -> tuple[int, str]:
@@ -138,7 +143,10 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
                 ),
             )
             continue
-        parent = min(candidates, key=lambda c: (_distance(c.path, summary.path), _sort_key(c)))
+        if len(candidates) == 1:
+            parent = candidates[0]
+        else:
+            parent = min(candidates, key=lambda c: (_distance(c.path, summary.path), _sort_key(c)))
         parent_of[summary.path] = parent.path
     # Break cycles: walk up from every node; an edge that closes a loop is cut. Nodes
     # already known to reach a root end the walk, so a deep chain costs linear time.

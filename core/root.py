@@ -18,7 +18,15 @@ from typing import Final
 
 import orjson
 
-from .index import IndexedSession, LazyEvents, Progress, index_log, worth_indexing
+from .index import (
+    INDEX_THRESHOLD,
+    ZSTD_INDEX_THRESHOLD,
+    IndexedSession,
+    LazyEvents,
+    Progress,
+    index_log,
+    worth_indexing,
+)
 from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import Lineage, build_lineage
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
@@ -31,7 +39,7 @@ from .model import (
     SessionHeader,
 )
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
-from .summary import SessionSummary, from_contents, summarize
+from .summary import SessionSummary, from_contents, summarize, summarize_small
 from .timeline import Timeline, TimelineBuilder, build_timeline
 from .writer import (
     TEMP_PREFIX,
@@ -91,12 +99,16 @@ def _has_header(path: Path) -> bool:
 
 def _in_layout(path: Path) -> str | None:
     """The session id a dsh-layout path implies, or None if not in the layout."""
-    if not path.name.startswith("session"):
+    return _layout_id(path.name, path.parent.name, path.parent.parent.name)
+
+
+def _layout_id(name: str, folder: str, parent: str) -> str | None:
+    """`_in_layout` from names: log file `name` in folder `folder` inside `parent`."""
+    if not name.startswith("session") or not is_project_dir(parent):
         return None
-    id_dir = path.parent
-    if is_project_dir(id_dir.parent.name):
-        return decode_session_id(id_dir.name)
-    return None
+    if folder.isascii() and "~" not in folder:
+        return folder  # nothing escaped: the folder name is the id (decoding is slow)
+    return decode_session_id(folder)
 
 
 def discover(
@@ -108,9 +120,12 @@ def discover(
     vanishes or cannot be listed is reported to `on_error` and passed over.
     """
     seen: set[tuple[int, int]] = set()
-    stack = [root]
+    root = Path(root)
+    # (folder, its name, its parent's name): names as `Path.name` gives them, kept
+    # as strings so ten thousand session folders cost no Path arithmetic.
+    stack: list[tuple[str, str, str]] = [(str(root), root.name, root.parent.name)]
     while stack:
-        folder = stack.pop()
+        folder, folder_name, parent_name = stack.pop()
         try:
             st = os.stat(folder)
             key = (st.st_dev, st.st_ino)
@@ -118,27 +133,32 @@ def discover(
                 continue
             seen.add(key)
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_entry_name)
         except OSError as exc:
             if on_error is not None:
-                on_error(folder, exc)
+                on_error(Path(folder), exc)
             continue
-        subdirs: list[Path] = []
+        subdirs: list[tuple[str, str, str]] = []
         for entry in entries:
+            name = entry.name
             try:
                 if entry.is_dir():
-                    if entry.name not in _SKIP_DIRS:
-                        subdirs.append(Path(entry.path))
+                    if name not in _SKIP_DIRS:
+                        subdirs.append((entry.path, name, folder_name))
                     continue
-                if not is_log_name(entry.name) or not entry.is_file():
+                if not is_log_name(name) or not entry.is_file():
                     continue
             except OSError:
                 continue
             path = Path(entry.path)
-            layout_id = _in_layout(path)
-            if layout_id is not None or path.name.startswith("session") or _has_header(path):
+            layout_id = _layout_id(name, folder_name, parent_name)
+            if layout_id is not None or name.startswith("session") or _has_header(path):
                 yield path, layout_id
         stack.extend(reversed(subdirs))
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,8 +288,10 @@ class SessionRoot:
 
     def _summarize(self, path: Path, sid: str | None) -> SessionSummary:
         """`summarize`, or for a big log its index (kept for a `load` that follows)."""
-        if not _index_worthy(path):
-            return summarize(path, sid)
+        limit = ZSTD_INDEX_THRESHOLD if encoding_of(path) is Encoding.ZSTD else INDEX_THRESHOLD
+        summary = summarize_small(path, sid, limit)
+        if summary is not None:
+            return summary
         indexed = index_log(path, session_id=sid)
         self._indexes[path] = indexed
         return indexed.summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -24,11 +25,20 @@ from .model import LogProblem, ProblemKind, SessionHeader
 from .timeline import build_timeline, message_text
 
 _REC: Final = b'\n{"type":"'
-_TURN_START: Final = b'\n{"type":"turn/start"'
-_TURN_END: Final = b'\n{"type":"turn/end"'
 _TITLE: Final = b'\n{"type":"session/title"'
 _USER: Final = b'\n{"type":"user/message"'
-_PACKED: Final = tuple(b'\n{"type":"' + tag.encode() + b'"' for tag in PACKED_TAGS)
+#: One record ends and the next starts, as dsh writes them.
+_JOINT: Final = b'}\n{"type":"'
+_TAGS: Final = b"|".join(re.escape(tag.encode()) for tag in PACKED_TAGS)
+#: Every turn/start, turn/end and packed row, in file order, with a packed row's
+#: `"dt":[...]` when the row starts the way dsh writes one (else empty).
+_SPECIAL: Final = re.compile(
+    rb'\n\{"type":"(turn/start|turn/end|' + _TAGS + rb')"'
+    rb'(?:,"seq0":[0-9]+,"time0":[^,\n]*,"data":\{"turn":[^,\n]*,"step":[^,\n]*,'
+    rb'"index":[^,\n]*,("dt":\[[^\]\n]*\]))?'
+)
+#: A packed row's `"dt":[...]` wherever it sits on its line (another key order).
+_ANY_DT: Final = re.compile(rb'\n\{"type":"(?:' + _TAGS + rb')"[^\n]*?("dt":\[[^\]\n]*\])')
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,16 +130,21 @@ class SessionSummary:
         }
 
 
-def _read_plain(path: Path, encoding: Encoding) -> tuple[bytes, list[LogProblem], bool, int]:
-    """Decoded bytes of the log; physical-layer problems; exact?; file bytes consumed.
+def _read_all(fd: int, size: int) -> bytes:
+    """The bytes of an open regular file: one `read` of the size `fstat` gave (plus one
+    byte, to see growth), and only if the file grew meanwhile, more until EOF."""
+    first = os.read(fd, size + 1)
+    if len(first) <= size:
+        return first  # a short read of a regular file is its end
+    parts = [first]
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return b"".join(parts)
 
-    For zstd, "consumed" ends after the last complete frame; for raw, the caller
-    trims a torn last line itself.
-    """
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if encoding is Encoding.RAW:
-        return raw, [], True, len(raw)
+
+def _decode_zstd(raw: bytes) -> tuple[bytes, list[LogProblem], bool, int]:
+    """Decoded bytes of a zstd log; physical-layer problems; exact?; file bytes consumed
+    (up to the end of the last complete frame)."""
     out: list[bytes] = []
     dctx = zstandard.ZstdDecompressor()
     pos = 0
@@ -158,11 +173,31 @@ def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
         path: The log file.
         session_id: The id to use if the header is unreadable (from the folder name).
     """
+    summary = summarize_small(path, session_id, None)
+    assert summary is not None  # no size limit: always a summary
+    return summary
+
+
+def summarize_small(
+    path: Path, session_id: str | None, max_size: int | None
+) -> SessionSummary | None:
+    """`summarize`, or None (having read nothing) if the file holds `max_size` bytes or more.
+
+    One `open`, one `fstat` and one `read` per log: a root of ten thousand small logs
+    is listed at about the cost of reading each header line (the caller indexes a log
+    that is too big to read whole instead).
+    """
     encoding = encoding_of(path) or Encoding.RAW
     fallback_id = session_id if session_id is not None else str(path)
     try:
-        st = os.stat(path)
-        buf, problems, exact, consumed = _read_plain(path, encoding)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+            if max_size is not None and st.st_size >= max_size:
+                return None
+            raw = _read_all(fd, st.st_size)
+        finally:
+            os.close(fd)
     except OSError as exc:
         problem = LogProblem(
             ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}"
@@ -170,6 +205,11 @@ def summarize(path: Path, session_id: str | None = None) -> SessionSummary:
         return SessionSummary(
             fallback_id, path, encoding, None, None, 0, None, 0, False, (problem,)
         )
+    if encoding is Encoding.RAW:
+        buf, exact, consumed = raw, True, len(raw)
+        problems: list[LogProblem] = []
+    else:
+        buf, problems, exact, consumed = _decode_zstd(raw)
     summary = (
         _scan(path, encoding, buf, problems, fallback_id, consumed, st.st_mtime) if exact else None
     )
@@ -215,85 +255,87 @@ def _scan(
     mtime: float,
 ) -> SessionSummary | None:
     """The byte-scan summary, or None when the log's shape needs a full read."""
-    if not buf.strip():
+    if not buf or buf.isspace():
         empty = LogProblem(ProblemKind.EMPTY, "the log file is empty")
         return SessionSummary(
             fallback_id, path, encoding, None, None, 0, None, 0, False, (empty,), size, mtime
         )
     end = buf.rfind(b"\n") + 1
-    whole, tail = buf[:end], buf[end:]
     if encoding is Encoding.RAW:
-        size = len(whole)  # resume after the last whole line
-    if tail and encoding is Encoding.RAW:
-        problems = [
-            LogProblem(
-                ProblemKind.TORN_TAIL,
-                f"the last line ({len(tail)} bytes) has no newline yet: "
-                "an unfinished write, ignored",
-            )
-        ]
-    first_nl = whole.find(b"\n")
-    if first_nl < 0:
+        size = end  # resume after the last whole line
+        if end < len(buf):
+            problems = [
+                LogProblem(
+                    ProblemKind.TORN_TAIL,
+                    f"the last line ({len(buf) - end} bytes) has no newline yet: "
+                    "an unfinished write, ignored",
+                )
+            ]
+    first_nl = buf.find(b"\n")
+    if first_nl < 0 or first_nl >= end:
         return None  # only a torn header line: let the full reader classify it
     try:
-        header, header_problems = parse_header(orjson.loads(whole[:first_nl]))
+        header, header_problems = parse_header(orjson.loads(buf[:first_nl]))
     except orjson.JSONDecodeError:
         return None
     if header is None:
         return None
-    body = whole[first_nl:]  # starts with "\n", so every record is preceded by "\n"
+    body = buf[first_nl:end]  # starts with "\n", so every record is preceded by "\n"
     records = body.count(b"\n") - 1
-    if body.count(_REC) != records:
-        return None  # not dsh's key order everywhere: be exact the slow way
-    if body.count(b"}\n") != records or not _valid_utf8(body):
-        # A record cut short mid-file (a crash, then more appends) or bytes that are
-        # not UTF-8: the counts would include an unreadable record, so read it whole
-        # and let the full reader say where the log breaks.
+    if records and (
+        # Every record starts like dsh writes one and ends with "}": the first and
+        # last by position, the others by counting each "}\n" + record start. Any
+        # other key order, or a record cut short mid-file (a crash, then more
+        # appends), is read whole so the full reader says where the log breaks.
+        not body.startswith(_REC) or not body.endswith(b"}\n") or body.count(_JOINT) != records - 1
+    ):
         return None
-    events = records
-    for tag in _PACKED:
-        pos = body.find(tag)
-        while pos >= 0:
-            dt_start = body.find(b'"dt":[', pos)
-            dt_end = body.find(b"]", dt_start)
-            line_end = body.find(b"\n", pos + 1)
-            if dt_start < 0 or dt_end < 0 or dt_end > line_end:
-                return None
-            inner = body[dt_start + 6 : dt_end].strip()
-            events += body.count(b",", dt_start, dt_end) + (1 if inner else 0)
-            pos = body.find(tag, line_end)
+    if not _valid_utf8(body):
+        return None  # bytes that are not UTF-8: the full reader says which line
+    turns, open_turn = 0, False
+    dts: list[bytes] = []
+    for kind, dt in _SPECIAL.findall(body):
+        if kind == b"turn/start":
+            turns += 1
+            open_turn = True
+        elif kind == b"turn/end":
+            # Closes the open turn, or is a turn of its own when none is open (real
+            # logs hold such rows), the way the timeline groups them.
+            turns += 0 if open_turn else 1
+            open_turn = False
+        else:
+            dts.append(dt)
+    if b"" in dts:
+        # A packed row whose keys are not in dsh's order: find its dt on its line.
+        packed = len(dts)
+        dts = _ANY_DT.findall(body)
+        if len(dts) != packed:
+            return None  # a packed row without a dt array on its line: read it whole
+    # A packed row holds len(dt) + 1 events where the record count counted one.
+    events = records + b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
     last_seq: int | None = None
     if records:
-        last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
         try:
-            last_events = expand_record(orjson.loads(_line_at(body, last_start)))
+            last_events = expand_record(orjson.loads(body[body.rfind(b"\n", 0, -1) + 1 : -1]))
+            first_events = expand_record(orjson.loads(body[1 : body.find(b"\n", 1)]))
         except (orjson.JSONDecodeError, RecordError):
-            return None  # a bad last line: the full reader tells torn from corrupt
+            return None  # a bad first or last line: the full reader tells torn from corrupt
         last_seq = last_events[-1].seq
-    first_seq: int | None = None
-    if records:
-        try:
-            first_seq = expand_record(orjson.loads(_line_at(body, 1)))[0].seq
-        except (orjson.JSONDecodeError, RecordError):
+        if first_events[0].seq != 0 or last_seq != events - 1:
+            # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
+            # (its dt count is then not its member count). Only a full read says which.
             return None
-    if last_seq is not None and (first_seq != 0 or last_seq != events - 1):
-        # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
-        # (its dt count is then not its member count). Only a full read says which.
-        return None
-    all_problems = [*header_problems, *problems]
-    turns, open_turn = _count_turns(body)
-    title = _title(body)
     return SessionSummary(
         id=header.id,
         path=path,
         encoding=encoding,
         header=header,
-        title=title,
+        title=_title(body),
         events=events,
         last_seq=last_seq,
         turns=turns,
         open_turn=open_turn,
-        problems=tuple(all_problems),
+        problems=(*header_problems, *problems),
         size=size,
         mtime=mtime,
     )
@@ -313,36 +355,6 @@ def _valid_utf8(buf: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _positions(body: bytes, mark: bytes) -> list[int]:
-    out: list[int] = []
-    pos = body.find(mark)
-    while pos >= 0:
-        out.append(pos)
-        pos = body.find(mark, pos + 1)
-    return out
-
-
-def _count_turns(body: bytes) -> tuple[int, bool]:
-    """Turns and whether the last is open, counted the way the timeline groups them.
-
-    A `turn/start` always opens a turn; a `turn/end` closes the open one, or is a
-    turn of its own when none is open (real logs hold such rows).
-    """
-    marks = sorted(
-        [(p, True) for p in _positions(body, _TURN_START)]
-        + [(p, False) for p in _positions(body, _TURN_END)]
-    )
-    turns, is_open = 0, False
-    for _, is_start in marks:
-        if is_start:
-            turns += 1
-            is_open = True
-        else:
-            turns += 0 if is_open else 1
-            is_open = False
-    return turns, is_open
 
 
 def _title(body: bytes) -> str | None:
