@@ -7,6 +7,7 @@ A root is any directory (or one log file). Sessions are found in the dsh layout
 
 from __future__ import annotations
 
+import mmap
 import os
 import stat
 import threading
@@ -18,6 +19,7 @@ from typing import Final
 
 import orjson
 
+from .codec import parse_header
 from .index import (
     INDEX_THRESHOLD,
     ZSTD_INDEX_THRESHOLD,
@@ -39,11 +41,18 @@ from .model import (
     SessionHeader,
 )
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
-from .summary import SessionSummary, from_contents, summarize, summarize_small
+from .summary import (
+    SessionSummary,
+    from_contents,
+    summarize,
+    summarize_small,
+    title_between,
+)
 from .timeline import Timeline, TimelineBuilder, build_timeline
 from .writer import (
     TEMP_PREFIX,
     FaultHook,
+    FileRange,
     LogExistsError,
     _no_fault,
     append_events,
@@ -562,6 +571,8 @@ class SessionRoot:
         encoding = self.encoding
         final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
         seed = events[:seed_length]
+        copied: FileRange | None = None
+        chunks: list[bytes | FileRange]
         if (
             encoding is Encoding.RAW
             and loaded.summary.encoding is Encoding.RAW
@@ -571,7 +582,8 @@ class SessionRoot:
             # A packed row never holds a turn/end, so the parent's bytes up to the
             # boundary line are exactly the seed: copy them instead of re-encoding.
             start, end = loaded.end_offsets[-1], loaded.end_offsets[seed_length - 1]
-            chunks = [child.to_json_line(), _copy_prefix(source.path, start, end)]
+            copied = FileRange(source.path, start, end)
+            chunks = [child.to_json_line(), copied]
         else:
             chunks = [encode_new_log(child, seed, encoding)]
         try:
@@ -585,7 +597,11 @@ class SessionRoot:
                 ForkErrorCode.WRITE_FAILED,
                 f"could not write {final}: {exc.strerror or exc}; nothing was written",
             ) from exc
-        summary = summarize(final, cid)
+        summary = None
+        if copied is not None and loaded.index is not None:
+            summary = _copied_child_summary(final, cid, child, copied, loaded)
+        if summary is None:
+            summary = summarize(final, cid)
         self.update(summary)
         return ForkResult(summary, header.id, seed_length - 1 if seed_length else None, written)
 
@@ -678,7 +694,47 @@ def _utf8_encodable(text: str) -> bool:
     return True
 
 
-def _copy_prefix(path: Path, start: int, end: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        return fh.read(end - start)
+def _copied_child_summary(
+    final: Path, cid: str, child: SessionHeader, copied: FileRange, parent: LoadedSession
+) -> SessionSummary | None:
+    """The summary `summarize(final)` gives a fork that copied its parent's records,
+    taken from the parent instead of re-reading the copy (a big log's fork would
+    otherwise scan every byte it just wrote). None if it cannot be taken that way.
+
+    The copied records are the parent's, through a `turn/end` that its index found
+    with every seq before it contiguous, so the child holds exactly `seedLength`
+    events ending at the boundary, its turns are the parent's turns up to there (the
+    timeline closes one at each `turn/end`), and only its title needs the bytes: it
+    is searched in the parent's copied range (an mmap, no copy).
+    """
+    index = parent.index
+    header, header_problems = parse_header(orjson.loads(child.to_json_line()))
+    seed = child.seed_length
+    if index is None or header is None or not seed or index.contiguous < seed:
+        return None
+    boundary = seed - 1
+    try:
+        st = os.stat(final)
+        with (
+            open(copied.path, "rb") as fh,
+            mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        ):
+            if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
+                return None
+            title = title_between(mm, copied.start - 1, copied.end)
+    except (OSError, ValueError):
+        return None
+    return SessionSummary(
+        id=cid,
+        path=final,
+        encoding=Encoding.RAW,
+        header=header,
+        title=title,
+        events=seed,
+        last_seq=boundary,
+        turns=sum(1 for turn in parent.timeline.turns if turn.first_seq <= boundary),
+        open_turn=False,
+        problems=tuple(header_problems),
+        size=st.st_size,
+        mtime=st.st_mtime,
+    )

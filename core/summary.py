@@ -10,6 +10,7 @@ exact either way.
 from __future__ import annotations
 
 import codecs
+import mmap
 import os
 import re
 from dataclasses import dataclass, field
@@ -239,7 +240,7 @@ def from_contents(contents: LogContents, fallback_id: str, mtime: float = 0.0) -
     )
 
 
-def _line_at(buf: bytes, start: int) -> bytes:
+def _line_at(buf: bytes | mmap.mmap, start: int) -> bytes:
     """The line beginning at `start` (without its newline)."""
     end = buf.find(b"\n", start)
     return buf[start : end if end >= 0 else len(buf)]
@@ -330,7 +331,7 @@ def _scan(
         path=path,
         encoding=encoding,
         header=header,
-        title=_title(body),
+        title=title_between(body, 0, len(body)),
         events=events,
         last_seq=last_seq,
         turns=turns,
@@ -357,19 +358,25 @@ def _valid_utf8(buf: bytes) -> bool:
     return True
 
 
-def _title(body: bytes) -> str | None:
-    pos = body.rfind(_TITLE)
+def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
+    """The title `summarize` gives a log whose records are `buf[start:end]`.
+
+    `buf[start]` is the newline that ends the header line and `buf[end - 1]` the
+    newline of the last record: a fork that copies a parent's records reads its
+    child's title from the parent (an `mmap` of it) instead of the copy.
+    """
+    pos = buf.rfind(_TITLE, start, end)
     if pos >= 0:
         try:
-            data = orjson.loads(_line_at(body, pos + 1)).get("data")
+            data = orjson.loads(_line_at(buf, pos + 1)).get("data")
             if isinstance(data, dict) and isinstance(data.get("title"), str):
                 return str(data["title"])
         except (orjson.JSONDecodeError, AttributeError):
             pass
-    pos = body.find(_USER)
+    pos = buf.find(_USER, start, end)
     while pos >= 0:
         try:
-            obj = orjson.loads(_line_at(body, pos + 1))
+            obj = orjson.loads(_line_at(buf, pos + 1))
         except orjson.JSONDecodeError:
             return None
         data = obj.get("data") if isinstance(obj, dict) else None
@@ -378,5 +385,5 @@ def _title(body: bytes) -> str | None:
             text = message_text(data).strip()
             if text:  # like the timeline: the first user text that is not blank
                 return text.splitlines()[0]
-        pos = body.find(_USER, pos + 1)
+        pos = buf.find(_USER, pos + 1, end)
     return None

@@ -10,8 +10,10 @@ and discovery ignores them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -67,8 +69,114 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_new_file(final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _no_fault) -> int:
+@dataclass(frozen=True, slots=True)
+class FileRange:
+    """Bytes `[start, end)` of an existing file, as a chunk of `write_new_file`.
+
+    Copied in the kernel (`os.copy_file_range`, a reflink on filesystems that have
+    them; else `os.sendfile`; else read and write), so a fork of a big raw log never
+    holds the parent's bytes in memory. The source is only read.
+    """
+
+    path: Path
+    start: int
+    end: int
+
+
+def _copy_range(fd: int, source: FileRange) -> int:
+    """Append `source`'s bytes to `fd` (at its offset); the number of bytes copied.
+
+    Raises:
+        OSError: the source cannot be read or ends before `source.end`.
+    """
+    src = os.open(source.path, os.O_RDONLY)
+    try:
+        pos, end = source.start, source.end
+        for copy in (_copy_file_range, _sendfile, _read_write):
+            try:
+                pos = copy(src, fd, pos, end)
+            except _Unsupported:
+                continue  # this kernel or filesystem cannot: try the next way
+            break
+        if pos < end:
+            raise OSError(errno.EIO, f"{source.path} ends before byte {end}")
+    finally:
+        os.close(src)
+    return end - source.start
+
+
+class _Unsupported(Exception):
+    """A way of copying that this kernel or filesystem refuses before copying a byte."""
+
+
+def _copy_file_range(src: int, dst: int, pos: int, end: int) -> int:
+    if not hasattr(os, "copy_file_range"):
+        raise _Unsupported  # not Linux
+    first = True
+    while pos < end:
+        try:
+            n = os.copy_file_range(src, dst, min(end - pos, 1 << 30), pos)
+        except OSError as exc:
+            if first and exc.errno in _NO_FAST_COPY:
+                raise _Unsupported from exc
+            raise
+        first = False
+        if n == 0:
+            break
+        pos += n
+    return pos
+
+
+def _sendfile(src: int, dst: int, pos: int, end: int) -> int:
+    if not hasattr(os, "sendfile"):
+        raise _Unsupported
+    first = True
+    while pos < end:
+        try:
+            n = os.sendfile(dst, src, pos, min(end - pos, 1 << 30))
+        except OSError as exc:
+            if first and exc.errno in _NO_FAST_COPY:
+                raise _Unsupported from exc
+            raise
+        first = False
+        if n == 0:
+            break
+        pos += n
+    return pos
+
+
+def _read_write(src: int, dst: int, pos: int, end: int) -> int:
+    while pos < end:
+        data = os.pread(src, min(end - pos, 8 << 20), pos)
+        if not data:
+            break
+        _write_all(dst, data)
+        pos += len(data)
+    return pos
+
+
+def _write_all(fd: int, chunk: bytes) -> int:
+    view = memoryview(chunk)
+    while view:
+        view = view[os.write(fd, view) :]
+    return len(chunk)
+
+
+#: errnos that mean "this way of copying is not available here", not "the copy failed".
+_NO_FAST_COPY: Final = frozenset(
+    (errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTSOCK)
+)
+
+
+def write_new_file(
+    final: Path, chunks: Iterable[bytes | FileRange], *, fault: FaultHook = _no_fault
+) -> int:
     """Atomically create `final` with the given content; never overwrite.
+
+    Args:
+        final: The new file's name.
+        chunks: Its content: bytes, or byte ranges of existing files (`FileRange`).
+        fault: Test seam called before each durable step.
 
     Returns:
         The number of bytes written.
@@ -90,11 +198,10 @@ def write_new_file(final: Path, chunks: Iterable[bytes], *, fault: FaultHook = _
         try:
             fault("write")
             for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-                    written += n
+                if isinstance(chunk, FileRange):
+                    written += _copy_range(fd, chunk)
+                else:
+                    written += _write_all(fd, chunk)
             fault("fsync")
             os.fsync(fd)
         finally:

@@ -264,3 +264,36 @@ def test_root_loads_and_forks_a_big_log_through_the_index(tmp_path: Path) -> Non
     child = root.load(result.child)
     assert child.problems == ()  # the seed check passes (bytes equal the parent's)
     assert child.timeline.turns == loaded.timeline.turns
+
+
+def test_a_fork_copied_from_a_big_log_is_summarized_like_its_file(tmp_path: Path) -> None:
+    """The child summary a copying fork takes from its indexed parent equals
+    `summarize` of the written child: counts, turns and the title as of the boundary
+    (titles set before and after it, a turn left open in the middle)."""
+    from turnline.core.index import INDEX_THRESHOLD
+    from turnline.core.summary import summarize
+
+    records: list[dict[str, object]] = [HEADER]
+    pad = "r" * 60_000
+    for n in range(1, 161):
+        seq = len(records) - 1
+        if n == 40:
+            records.append(event(seq, "turn/start", turn=n))  # never ends: stays open
+            seq += 1
+        records += turn_records(seq, n)
+        seq += 4
+        records.append(event(seq, "tool/result", turn=n, step=1, content=pad))
+        if n in (20, 120):
+            records.append(event(seq + 1, "session/title", title=f"title {n}"))
+    log = write_lines(tmp_path / "--w--" / "p" / "session.jsonl", *records)
+    assert log.stat().st_size >= INDEX_THRESHOLD
+    root = SessionRoot(tmp_path)
+    loaded = root.load(root.resolve("s-1"))
+    assert loaded.index is not None
+    ends = loaded.turn_ends
+    for k, boundary in enumerate([ends[0], ends[30], ends[39], ends[60], ends[-1]]):
+        result = root.fork(loaded.summary, boundary, child_id=f"c-{k}")
+        assert result.child == summarize(result.child.path, f"c-{k}")
+        assert result.child.events == boundary + 1
+    titles = {root.resolve(f"c-{k}").title for k in range(5)}
+    assert titles == {"question 1", "title 20", "title 120"}
