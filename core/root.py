@@ -710,7 +710,7 @@ def _copied_child_summary(
     index = parent.index
     header, header_problems = parse_header(orjson.loads(child.to_json_line()))
     seed = child.seed_length
-    if index is None or header is None or not seed or index.contiguous < seed:
+    if index is None or header is None or not seed or index.contiguous < seed or not index.utf8:
         return None
     boundary = seed - 1
     try:

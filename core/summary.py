@@ -291,7 +291,7 @@ def _scan(
         not body.startswith(_REC) or not body.endswith(b"}\n") or body.count(_JOINT) != records - 1
     ):
         return None
-    if not _valid_utf8(body):
+    if not valid_utf8(body):
         return None  # bytes that are not UTF-8: the full reader says which line
     turns, open_turn = 0, False
     dts: list[bytes] = []
@@ -342,7 +342,7 @@ def _scan(
     )
 
 
-def _valid_utf8(buf: bytes) -> bool:
+def valid_utf8(buf: bytes) -> bool:
     """True if `buf` is UTF-8 (checked in slices, so a big log is not copied whole)."""
     if buf.isascii():
         return True  # the common case, and ~10x faster than decoding

@@ -169,6 +169,25 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.CORRUPT},
     ),
+    "packed row with a non-numeric dt": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + _line({**_packed(4, 3), "data": {**_packed(4, 3)["data"], "dt": [1, "x"]}})
+        + b"".join(_line(r) for r in turn_records(7, 2)),
+        {ProblemKind.BAD_PACKED_ROW},
+    ),
+    "packed row in another key order": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"text-chunks","seq0":4,"data":{"dt":[1,2],"texts":["a","b","c"],'
+        + b'"turn":1,"step":1,"index":0},"time0":9}\n'
+        + b"".join(_line(r) for r in turn_records(7, 2)),
+        set(),
+    ),
+    "seq0 on an ordinary event": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"step/start","seq0":4,"time":1,"data":{}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
     "header only, no newline": (b'{"type":"session","version":0,"id":"x"', {ProblemKind.TORN_TAIL}),
     "not a header": (b"".join(_line(r) for r in [*_turns(1)]), {ProblemKind.BAD_HEADER}),
     "empty": (b"", {ProblemKind.EMPTY}),
@@ -297,3 +316,23 @@ def test_a_fork_copied_from_a_big_log_is_summarized_like_its_file(tmp_path: Path
         assert result.child.events == boundary + 1
     titles = {root.resolve(f"c-{k}").title for k in range(5)}
     assert titles == {"question 1", "title 20", "title 120"}
+
+
+def test_what_the_bulk_checks_do_not_see_is_found_when_the_turn_is_read(tmp_path: Path) -> None:
+    """The documented blind spot (module docstring): a packed row whose member array
+    disagrees with its dt while the seqs around it agree with the dt. The index
+    counts the row by its dt; the full reader calls it a bad row; reading the turn
+    through the index stops at that row instead of inventing events."""
+    row = _packed(4, 3)
+    row["data"]["texts"] = ["only", "two"]  # dt says 3 members
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + _line(row)
+        + b"".join(_line(r) for r in turn_records(7, 2))
+    )
+    ix = index_log(log)
+    full = full_read(log)
+    assert ix.problems == ()
+    assert {p.kind for p in full.summary.problems} == {ProblemKind.BAD_PACKED_ROW}
+    assert [e.seq for e in ix.events_between(0, None)] == [0, 1, 2, 3]
