@@ -6,11 +6,17 @@
 
 Each prints one JSON line on stdout. The app runs under `App.run_test()` (no terminal),
 and the probe polls the widgets every few milliseconds from the app's own event loop.
+
+"Shown" means *rendered*: a widget holding the rows is not enough, the compositor must
+have drawn them. The probe wraps the widget's `render_line` and records when it last
+drew a line while the wanted state held (the rows present; the scan finished), so a
+figure includes the layout and rendering a user waits for, not just the model update.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 import time
@@ -33,6 +39,29 @@ def _tree_nodes(app: Any) -> int:
     return count
 
 
+class _Drawn:
+    """Records, per widget, when its lines are drawn and what state they showed."""
+
+    def __init__(self, widget: Any, state: Any) -> None:
+        self.draws: list[tuple[float, Any]] = []  # (time.time(), state when drawn)
+        original = widget.render_line
+
+        def render_line(y: int) -> Any:
+            strip = original(y)
+            with contextlib.suppress(Exception):
+                self.draws.append((time.time(), state()))
+            return strip
+
+        widget.render_line = render_line
+
+    def first(self, check: Any) -> float | None:
+        """When a line was first drawn in a state that passes `check`."""
+        for when, state in self.draws:
+            if check(state):
+                return when
+        return None
+
+
 async def _until(check: Any, timeout: float = TIMEOUT, step: float = 0.005) -> float | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -45,19 +74,30 @@ async def _until(check: Any, timeout: float = TIMEOUT, step: float = 0.005) -> f
     return None
 
 
+async def _first_rows(app: Any, pilot: Any) -> float | None:
+    """When the timeline first drew rows (selecting the session if the app waits)."""
+    drawn = _Drawn(app.timeline, lambda: app.timeline.row_count)
+    await _until(lambda: drawn.first(bool) is not None or _tree_nodes(app) > 0)
+    if await _until(lambda: drawn.first(bool) is not None, timeout=5) is None:
+        # The app may wait for a choice: select the (only) session.
+        app.session_tree.focus()
+        await pilot.press("enter")
+        await _until(lambda: drawn.first(bool) is not None)
+    return drawn.first(bool)
+
+
 async def rows(path: Path) -> dict[str, Any]:
     from turnline.tui import TurnlineApp
 
     app = TurnlineApp(path)
     async with app.run_test(size=(160, 50)) as pilot:
-        await _until(lambda: _tree_nodes(app) > 0)
-        shown = await _until(lambda: app.timeline.row_count > 0, timeout=5)
-        if shown is None:
-            # The app may wait for a choice: select the (only) session.
-            app.session_tree.focus()
-            await pilot.press("enter")
-            shown = await _until(lambda: app.timeline.row_count > 0)
-        return {"shown": shown, "rows": app.timeline.row_count}
+        shown = await _first_rows(app, pilot)
+        first_rows = app.timeline.row_count
+        # Also when the whole timeline is drawn (the index finished): reported beside.
+        total = await _until(lambda: app.view is not None)
+        await pilot.pause()
+        return {"shown": shown, "rows": first_rows, "all_rows": app.timeline.row_count,
+                "loaded": total}  # fmt: skip
 
 
 async def tree(path: Path) -> dict[str, Any]:
@@ -65,8 +105,10 @@ async def tree(path: Path) -> dict[str, Any]:
 
     app = TurnlineApp(path)
     async with app.run_test(size=(160, 50)):
-        shown = await _until(lambda: _tree_nodes(app) > 0)
-        return {"shown": shown, "nodes": _tree_nodes(app)}
+        # The tree counts as shown when it draws the finished scan, not a partial one.
+        drawn = _Drawn(app.session_tree, lambda: app.root is not None and _tree_nodes(app) > 0)
+        await _until(lambda: drawn.first(bool) is not None)
+        return {"shown": drawn.first(bool), "nodes": _tree_nodes(app)}
 
 
 async def live(path: Path, turns: int) -> dict[str, Any]:
@@ -80,12 +122,11 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
     writer = TurnWriter(log)
     app = TurnlineApp(path)
     async with app.run_test(size=(160, 50)) as pilot:
-        await _until(lambda: _tree_nodes(app) > 0)
-        if await _until(lambda: app.timeline.row_count > 0, timeout=5) is None:
-            app.session_tree.focus()
-            await pilot.press("enter")
-            await _until(lambda: app.timeline.row_count > 0)
+        await _first_rows(app, pilot)
+        await _until(lambda: app.view is not None)  # appends follow the loaded session
+        await pilot.pause()
         base_rows = app.timeline.row_count
+        drawn = _Drawn(app.timeline, lambda: app.timeline.row_count)
         written: dict[int, float] = {}
         sizes: list[int] = []
         stop = threading.Event()
@@ -101,16 +142,18 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
 
         thread = threading.Thread(target=write, daemon=True)
         thread.start()
-        seen: dict[int, float] = {}
         deadline = time.monotonic() + turns * 0.05 + 30
-        while len(seen) < turns and time.monotonic() < deadline:
-            count = app.timeline.row_count - base_rows
-            now = time.time()
-            for k in range(count):
-                seen.setdefault(k, now)
-            await asyncio.sleep(0.002)
+        while time.monotonic() < deadline:
+            if drawn.first(lambda n: n >= base_rows + turns) is not None:
+                break
+            await asyncio.sleep(0.01)
         stop.set()
         thread.join()
+        # Turn k is on screen when a line is drawn while the table holds its row.
+        seen: dict[int, float] = {}
+        for when, count in drawn.draws:
+            for k in range(len(seen), max(0, min(turns, count - base_rows))):
+                seen[k] = when
         latencies = sorted(seen[k] - written[k] for k in seen if k in written)
         return {"latencies": latencies, "appended": sizes, "rows": app.timeline.row_count}
 

@@ -7,6 +7,7 @@ import functools
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
@@ -18,25 +19,21 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
+from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import SessionSummary
-from turnline.core.timeline import TimelineBuilder, Turn
-from turnline.core.watcher import (
-    EventsAppended,
-    ProblemFound,
-    RootGone,
-    RootWatcher,
-    SessionAdded,
-    SessionRemoved,
-)
+from turnline.core.timeline import Turn
 
+from ._preview import HeadPreview, head_preview, worth_previewing
 from ._text import line, one_line
 from .commands import TurnlineCommands
 from .messages import (
     Appended,
     Forked,
+    IndexProgress,
+    PreviewRead,
     RootChanged,
     RootFailed,
     RootScanned,
@@ -117,6 +114,17 @@ class TurnlineApp(App[int]):
         self._pending_seq: int | None = None
         self._watching = False
         self._early: list[tuple[SessionEvent, ...]] = []
+        #: Set to stop the load under way (the user chose another session, or quit).
+        self._load_cancel = threading.Event()
+        #: The first turns of a big log, shown while it is indexed (until it loads).
+        self.preview: HeadPreview | None = None
+        self._head: Future[HeadPreview | None] | None = None
+        if worth_previewing(self.path):
+            # Read while Textual starts up (a few hundred ms), so the first turns are
+            # ready when the screen is.
+            pool = ThreadPoolExecutor(1, thread_name_prefix="turnline-head")
+            self._head = pool.submit(head_preview, self.path)
+            pool.shutdown(wait=False)
 
     # -- layout --------------------------------------------------------------------
 
@@ -156,14 +164,22 @@ class TurnlineApp(App[int]):
         self.sub_title = one_line(self.path.name or str(self.path), 60)
         tree = self.session_tree
         tree.border_title = Text("sessions")
-        tree.loading = True
+        # Text, not the loading overlay: its animation would take the interpreter
+        # from the scan (a third of a 10,000-session scan went to redrawing it).
+        tree.border_subtitle = "scanning…"
         tree.focus()
         self.timeline.border_title = Text("turns")
         self.detail.border_title = Text("detail")
-        self._scan()
+        if self._head is not None:
+            # One big log: show its first turns, then index it (the scan does), as
+            # toolong shows a file's first lines before its index is built.
+            self._preview(self._head)
+        else:
+            self._scan()
 
     def on_unmount(self) -> None:
         self._stop.set()
+        self._load_cancel.set()
 
     # -- workers (all file I/O happens here; they only post messages) ---------------
 
@@ -178,6 +194,16 @@ class TurnlineApp(App[int]):
     @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
     def _watch(self, root: SessionRoot) -> None:
         """The one long-lived watcher of the root; ends when `_stop` is set."""
+        # Imported here: watchfiles costs tens of ms at startup, before the first screen.
+        from turnline.core.watcher import (
+            EventsAppended,
+            ProblemFound,
+            RootGone,
+            RootWatcher,
+            SessionAdded,
+            SessionRemoved,
+        )
+
         with self._root_lock:
             # The watcher keeps its own root current; ours is updated from its changes
             # under the lock, so loads and forks never see a half-applied batch.
@@ -212,15 +238,26 @@ class TurnlineApp(App[int]):
                 self.post_message(RootFailed(gone))
                 return
 
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
+    def _preview(self, head: Future[HeadPreview | None]) -> None:
+        self.post_message(PreviewRead(head.result()))
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, root: SessionRoot, summary: SessionSummary) -> None:
-        with self._root_lock:
-            loaded = root.load(summary)
-            snapshot = snapshot_of(root)
-        if get_current_worker().is_cancelled:
+    def _load(self, root: SessionRoot, summary: SessionSummary, cancel: threading.Event) -> None:
+        path = summary.path
+
+        def progress(fraction: float) -> None:
+            self.post_message(IndexProgress(path, fraction))
+
+        try:
+            with self._root_lock:
+                loaded = root.load(summary, progress=progress, cancel=cancel)
+                snapshot = snapshot_of(root)
+        except IndexCancelled:
+            return  # the user moved on (or quit): not an error
+        if get_current_worker().is_cancelled or cancel.is_set():
             return
-        seed = loaded.timeline.seed_length
-        builder = TimelineBuilder(seed).feed(loaded.events_between(0, None))
+        builder = loaded.timeline_builder()
         last = loaded.summary.last_seq
         view = SessionView(loaded, builder, next_seq=last + 1 if last is not None else 0)
         self.post_message(SessionLoaded(view, snapshot))
@@ -276,14 +313,14 @@ class TurnlineApp(App[int]):
         self.root = message.root
         self.snapshot = message.snapshot
         tree = self.session_tree
-        tree.loading = False
+        tree.border_subtitle = ""
         first = self.view is None and self._wanted is None
         select = self._wanted
         if select is None and self.view is not None:
             select = self.view.path
         tree.show(message.snapshot, select=select)
         if self.focused is None:
-            tree.focus()  # the loading overlay kept it from taking focus at mount
+            tree.focus()  # e.g. the filter box was closed while scanning
         if first and tree.highlighted_path is None:
             tree.select_first_session()
         if self.view is not None and self.view.path in message.snapshot.summaries:
@@ -358,7 +395,7 @@ class TurnlineApp(App[int]):
     @on(RootFailed)
     @while_shown
     def _on_root_failed(self, message: RootFailed) -> None:
-        self.session_tree.loading = False
+        self.session_tree.border_subtitle = ""
         self.detail.show_turn(None, [], (), note=message.message)
         self.notify(message.message, title="Cannot open root", severity="error", markup=False)
 
@@ -389,8 +426,14 @@ class TurnlineApp(App[int]):
             return
         self._wanted = path
         self._early = []
-        self.timeline.loading = True
-        self._load(self.root, summary)
+        self._load_cancel.set()  # a big log still being indexed for another choice
+        self._load_cancel = threading.Event()
+        timeline = self.timeline
+        if self.preview is not None and self.preview.path != path:
+            self._drop_preview()
+        if self.preview is None:
+            timeline.loading = True
+        self._load(self.root, summary, self._load_cancel)
 
     @on(SessionLoaded)
     @while_shown
@@ -404,6 +447,10 @@ class TurnlineApp(App[int]):
         same = self.view is not None and self.view.path == view.path
         timeline = self.timeline
         cursor = timeline.current_turn_index if same else None
+        preview, self.preview = self.preview, None
+        if preview is not None and preview.path == view.path and timeline.cursor_row > 0:
+            cursor = timeline.current_turn_index  # the user moved while it was indexed
+        timeline.border_subtitle = ""
         self.view = view
         self.snapshot = message.snapshot
         self.session_tree.relabel(message.snapshot, [view.path])
@@ -426,6 +473,53 @@ class TurnlineApp(App[int]):
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
         self._refresh_bindings()
+
+    @on(PreviewRead)
+    @while_shown
+    def _on_preview_read(self, message: PreviewRead) -> None:
+        # The scan (which indexes the log) starts once the preview is on screen: run
+        # beside it, the two would share one interpreter lock and both be late.
+        self.call_after_refresh(self._scan)
+        preview = message.preview
+        if preview is None or self.view is not None or self._wanted is not None:
+            return
+        self.preview = preview
+        timeline = self.timeline
+        timeline.loading = False
+        title = Text("turns · ", end="")
+        title.append_text(line(preview.timeline.title or preview.path.name, limit=50))
+        timeline.border_title = title
+        timeline.border_subtitle = "indexing…"
+        timeline.show(preview.timeline, None, cursor_turn=0)
+        self._refresh_bindings()
+
+    def _show_preview_turn(self, preview: HeadPreview, index: int) -> None:
+        timeline = self.timeline
+        if self.preview is not preview or timeline.current_turn_index != index:
+            return
+        turn = timeline.turns[index]
+        self.detail.show_turn(turn, preview.events_between(turn.first_seq, turn.end_seq), ())
+
+    def _drop_preview(self) -> None:
+        self.preview = None
+        timeline = self.timeline
+        timeline.border_subtitle = ""
+        timeline.show_empty()
+
+    @on(IndexProgress)
+    @while_shown
+    def _on_index_progress(self, message: IndexProgress) -> None:
+        if message.path != self._wanted:
+            return
+        timeline = self.timeline
+        text = f"indexing {message.fraction:.0%}"
+        if self.preview is not None:
+            timeline.border_subtitle = text
+        else:
+            timeline.loading = False
+            timeline.border_subtitle = text
+            if not timeline.turns:
+                timeline.show_empty()
 
     def _divider_of(self, view: SessionView) -> Divider | None:
         header = view.loaded.summary.header
@@ -451,10 +545,15 @@ class TurnlineApp(App[int]):
     def _on_turn_highlighted(self, message: TurnTimeline.TurnHighlighted) -> None:
         self._refresh_bindings()
         view = self.view
+        timeline = message.timeline
         if view is None:
+            preview = self.preview
+            index = timeline.current_turn_index
+            if preview is not None and index is not None:
+                # After the rows are drawn: the detail pane mounts many widgets.
+                self.call_after_refresh(self._show_preview_turn, preview, index)
             return
         # The message may be stale (rows replaced since): read the cursor as it is now.
-        timeline = message.timeline
         index = timeline.current_turn_index
         if index is None:
             if timeline.divider is not None and timeline.on_divider:
@@ -538,6 +637,8 @@ class TurnlineApp(App[int]):
     def fork_refusal(self) -> str | None:
         """Why `f` cannot fork at the highlighted row, or None if it can."""
         view = self.view
+        if self.preview is not None:
+            return "the log is still being indexed: forks are checked against all of it"
         if view is None or self._wanted is not None:
             return "no session is open yet"
         timeline = self.timeline
@@ -644,7 +745,7 @@ class TurnlineApp(App[int]):
 
     def action_reload(self) -> None:
         """Rescan the root from disk."""
-        self.session_tree.loading = True
+        self.session_tree.border_subtitle = "scanning…"
         self._scan()
 
     def action_help(self) -> None:

@@ -17,6 +17,8 @@ from turnline.core.root import ForkResult, LoadedSession, SessionRoot
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import TimelineBuilder
 
+from ._preview import HeadPreview
+
 
 @dataclass(frozen=True)
 class RootSnapshot:
@@ -129,6 +131,31 @@ class SessionLoaded(Message):
         super().__init__()
         self.view = view
         self.snapshot = snapshot
+
+
+class PreviewRead(Message):
+    """The first turns of a big log, read from its head before the core indexes it
+    (None: its head holds no turn, or looks unusual)."""
+
+    def __init__(self, preview: HeadPreview | None) -> None:
+        super().__init__()
+        self.preview = preview
+
+
+class IndexProgress(Message):
+    """How far the core has indexed a big log that is being loaded (0.0 to 1.0).
+
+    Reports arrive in timed batches; a pending one is replaced by the next.
+    """
+
+    def __init__(self, path: Path, fraction: float) -> None:
+        super().__init__()
+        self.path = path
+        self.fraction = fraction
+
+    def can_replace(self, message: Message) -> bool:
+        """Only the latest fraction of a log matters."""
+        return isinstance(message, IndexProgress) and message.path == self.path
 
 
 class TurnEventsRead(Message):

@@ -19,6 +19,12 @@ from ..messages import RootSnapshot
 
 NO_CWD = "(no cwd)"
 TITLE_WIDTH = 34
+#: A root showing more sessions than this starts with its projects folded, and a
+#: project's nodes are made only when it is unfolded (or a session in it is selected):
+#: ten thousand Textual nodes with their labels cost seconds, forty cost nothing.
+EAGER_SESSIONS = 400
+
+_Item = tuple[str, "LineageNode | tuple[str, tuple[LineageNode, ...]]"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,9 @@ class SessionTree(Tree[TreeEntry]):
 
     The tree keeps a node per log path so live changes relabel one node instead of
     rebuilding; a structural change (a session added or removed) rebuilds it while
-    keeping the cursor on the same session and the same folds open.
+    keeping the cursor on the same session and the same folds open. In a big root
+    (more than `EAGER_SESSIONS` shown) projects start folded and their session nodes
+    are made when a project is first unfolded.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -94,7 +102,14 @@ class SessionTree(Tree[TreeEntry]):
         self._session_nodes: dict[Path, TreeNode[TreeEntry]] = {}
         self._snapshot: RootSnapshot | None = None
         self._filter = ""
-        self._collapsed: set[str] = set()
+        #: Folds the user left open (True) or closed (False), by `kind:key`.
+        self._folds: dict[str, bool] = {}
+        self._eager = True  # this build unfolds projects by default
+        #: Every session shown, in display order, to the project node holding it.
+        self._project_of: dict[Path, str] = {}
+        #: Projects whose session nodes are not made yet: their node and items.
+        self._unbuilt: dict[str, tuple[TreeNode[TreeEntry], list[_Item]]] = {}
+        self._visible_cache: dict[Path, bool] = {}
         self._target: Path | None = None  # where select_path is moving the cursor
         self._announce_target = False
 
@@ -112,8 +127,14 @@ class SessionTree(Tree[TreeEntry]):
         return node.data.path
 
     def node_of(self, path: Path) -> TreeNode[TreeEntry] | None:
-        """The node showing a log, if it is shown."""
-        return self._session_nodes.get(path)
+        """The node showing a log, if it is shown (made now if its project was folded)."""
+        node = self._session_nodes.get(path)
+        if node is None:
+            project = self._project_of.get(path)
+            if project is not None and project in self._unbuilt:
+                self._build_project(project)
+                node = self._session_nodes.get(path)
+        return node
 
     def show(self, snapshot: RootSnapshot, *, select: Path | None = None) -> None:
         """Rebuild from a snapshot; keep (or move) the cursor to a session."""
@@ -143,7 +164,7 @@ class SessionTree(Tree[TreeEntry]):
         self._remember_folds()
         self._filter = text
         self._rebuild()
-        if keep is not None and keep in self._session_nodes:
+        if keep is not None and keep in self._project_of:
             self.select_path(keep)
         else:
             self.select_first_session()
@@ -155,7 +176,7 @@ class SessionTree(Tree[TreeEntry]):
             path: The session's log.
             announce: Post `SessionHighlighted` even if the cursor line does not change.
         """
-        node = self._session_nodes.get(path)
+        node = self.node_of(path)
         if node is None:
             return False
         self._target = path
@@ -182,7 +203,7 @@ class SessionTree(Tree[TreeEntry]):
 
     def select_first_session(self) -> None:
         """Move the cursor to the first session shown."""
-        for path in self._session_nodes:
+        for path in self._project_of:
             self.select_path(path)
             return
 
@@ -194,17 +215,15 @@ class SessionTree(Tree[TreeEntry]):
         return session_label(summary, problems, filtered=bool(self._filter))
 
     def _remember_folds(self) -> None:
-        def walk(node: TreeNode[TreeEntry]) -> None:
-            for child in node.children:
-                if child.data is not None and child.allow_expand:
-                    key = f"{child.data.kind}:{child.data.key}"
-                    if child.is_expanded:
-                        self._collapsed.discard(key)
-                    else:
-                        self._collapsed.add(key)
-                walk(child)
+        stack = list(self.root.children)
+        while stack:
+            child = stack.pop()
+            if child.data is not None and child.allow_expand:
+                self._folds[f"{child.data.kind}:{child.data.key}"] = child.is_expanded
+            stack.extend(child.children)
 
-        walk(self.root)
+    def _unfolded(self, key: str) -> bool:
+        return self._folds.get(key, self._eager)
 
     def _matches(self, summary: SessionSummary) -> bool:
         needle = self._filter
@@ -224,12 +243,14 @@ class SessionTree(Tree[TreeEntry]):
     def _rebuild(self) -> None:
         self.clear()
         self._session_nodes = {}
+        self._project_of = {}
+        self._unbuilt = {}
+        self._visible_cache = {}
         snapshot = self._snapshot
         if snapshot is None:
             return
         lineage = snapshot.lineage
-        by_project: dict[str, list[tuple[str, LineageNode | tuple[str, tuple[LineageNode, ...]]]]]
-        by_project = {}
+        by_project: dict[str, list[_Item]] = {}
         for root in lineage.roots:
             cwd = root.summary.cwd or NO_CWD
             by_project.setdefault(cwd, []).append(("session", root))
@@ -237,21 +258,19 @@ class SessionTree(Tree[TreeEntry]):
             cwd = missing.children[0].summary.cwd or NO_CWD if missing.children else NO_CWD
             orphans = (missing.parent_id, missing.children)
             by_project.setdefault(cwd, []).append(("missing", orphans))
-        cache: dict[Path, bool] = {}
+        projects: list[tuple[str, list[_Item], int]] = []
         for cwd in sorted(by_project, key=lambda c: (c == NO_CWD, c)):
             items = by_project[cwd]
-            shown = [
-                item
-                for item in items
-                if (
-                    self._visible(item[1], cache)
-                    if isinstance(item[1], LineageNode)
-                    else any(self._visible(c, cache) for c in item[1][1])
-                )
-            ]
+            shown = [item for item in items if self._item_visible(item[1])]
             if not shown:
                 continue
+            key = f"project:{cwd}"
+            for path in self._shown_paths(shown):
+                self._project_of[path] = key
             count = sum(1 for item in items if isinstance(item[1], LineageNode))
+            projects.append((cwd, shown, count))
+        self._eager = len(self._project_of) <= EAGER_SESSIONS
+        for cwd, shown, count in projects:
             project_label = Text(no_wrap=True, end="")
             project_label.append_text(line(cwd, style="bold", limit=60))
             project_label.append(f"  {count}", style="dim")
@@ -259,24 +278,56 @@ class SessionTree(Tree[TreeEntry]):
             project = self.root.add(
                 project_label,
                 data=TreeEntry("project", cwd),
-                expand=key not in self._collapsed,
+                expand=self._unfolded(key),
+                allow_expand=True,
             )
-            for _kind, item in shown:
-                if isinstance(item, LineageNode):
-                    self._add_session(project, item, cache)
-                else:
-                    parent_id, children = item
-                    label = Text("missing parent ", style="italic red", end="")
-                    label.append_text(line(short_id(parent_id), style="red"))
-                    mkey = f"missing:{parent_id}"
-                    group = project.add(
-                        label,
-                        data=TreeEntry("missing", parent_id),
-                        expand=mkey not in self._collapsed,
-                    )
-                    for child in children:
-                        if self._visible(child, cache):
-                            self._add_session(group, child, cache)
+            self._unbuilt[key] = (project, shown)
+            if self._unfolded(key):
+                self._build_project(key)
+
+    def _item_visible(self, item: LineageNode | tuple[str, tuple[LineageNode, ...]]) -> bool:
+        cache = self._visible_cache
+        if isinstance(item, LineageNode):
+            return self._visible(item, cache)
+        return any(self._visible(c, cache) for c in item[1])
+
+    def _shown_paths(self, shown: list[_Item]) -> list[Path]:
+        """The sessions a project's items show, in display order (no nodes made)."""
+        cache = self._visible_cache
+        paths: list[Path] = []
+        stack: list[LineageNode] = []
+        for _kind, item in shown:
+            roots = [item] if isinstance(item, LineageNode) else list(item[1])
+            stack.extend(reversed([r for r in roots if self._visible(r, cache)]))
+            while stack:
+                node = stack.pop()
+                paths.append(node.summary.path)
+                stack.extend(reversed([c for c in node.children if self._visible(c, cache)]))
+        return paths
+
+    def _build_project(self, key: str) -> None:
+        """Make the session nodes of one project (once)."""
+        unbuilt = self._unbuilt.pop(key, None)
+        if unbuilt is None:
+            return
+        project, shown = unbuilt
+        cache = self._visible_cache
+        for _kind, item in shown:
+            if isinstance(item, LineageNode):
+                self._add_session(project, item, cache)
+            else:
+                parent_id, children = item
+                label = Text("missing parent ", style="italic red", end="")
+                label.append_text(line(short_id(parent_id), style="red"))
+                mkey = f"missing:{parent_id}"
+                group = project.add(
+                    label,
+                    data=TreeEntry("missing", parent_id),
+                    expand=self._folds.get(mkey, True),
+                )
+                for child in children:
+                    if self._visible(child, cache):
+                        self._add_session(group, child, cache)
 
     def _add_session(
         self, parent: TreeNode[TreeEntry], root: LineageNode, cache: dict[Path, bool]
@@ -289,13 +340,17 @@ class SessionTree(Tree[TreeEntry]):
             entry = TreeEntry("session", str(summary.path), summary.path)
             kids = [c for c in lineage_node.children if self._visible(c, cache)]
             if kids:
-                key = f"session:{summary.path}"
-                expand = key not in self._collapsed
+                expand = self._folds.get(f"session:{summary.path}", True)
                 node = under.add(self._label(summary), data=entry, expand=expand)
             else:
                 node = under.add_leaf(self._label(summary), data=entry)
             self._session_nodes[summary.path] = node
             stack.extend((node, kid) for kid in reversed(kids))
+
+    def _on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeEntry]) -> None:
+        data = event.node.data
+        if data is not None and data.kind == "project":
+            self._build_project(f"project:{data.key}")
 
     def _on_tree_node_highlighted(self, event: Tree.NodeHighlighted[TreeEntry]) -> None:
         event.stop()

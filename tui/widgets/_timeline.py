@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import ClassVar
@@ -10,7 +11,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 from turnline.core.timeline import Timeline, Turn
 
 from .._text import line
@@ -140,6 +141,16 @@ class TurnTimeline(DataTable[Text]):
             # DataTable has no public "column resized" hook; this is what add_column sets.
             self._require_update_dimensions = True
             self.refresh()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Recompute the virtual size, without measuring the new rows' cells.
+
+        Every column has a fixed width (`on_resize` sets the user column's) and every
+        row is one line high, so DataTable's per-cell measuring of new rows (about
+        half a millisecond a row) cannot change the layout: skipping it is what lets a
+        session of thousands of turns show at once.
+        """
+        super()._update_dimensions(())
 
     # -- model ---------------------------------------------------------------------
 
