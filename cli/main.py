@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import json
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
@@ -84,6 +82,8 @@ def _json_bytes(value: Any, floats: bool = True) -> bytes:
     # Lone surrogates (ids decoded from folder names, undecodable file names) cannot be
     # UTF-8 encoded; `backslashreplace` writes them as `\udXXX`, which inside a JSON
     # string literal is exactly their JSON escape, so the output stays valid JSON.
+    import json  # only for the rare value above: keeps the module off every start
+
     text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
     return text.encode("utf-8", "backslashreplace")
 
@@ -308,6 +308,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     build_demo_root = _lazy("turnline.core.demo", "build_demo_root", "the demo generator")
     live_writer = _lazy("turnline.core.demo", "LiveWriter", "the demo writer")
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
+    import tempfile  # only the demo needs it
+
     dest = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="turnline-demo-"))
     demo = build_demo_root(dest)
     _write(sys.stderr, f"turnline: demo root at {demo.path}\n")

@@ -184,9 +184,15 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
     while stack:
         summary = stack.pop()
         order.append(summary)
-        stack.extend(children.get(summary.path, []))
+        kids = children.get(summary.path)
+        if kids is not None:
+            stack.extend(kids)
     for summary in reversed(order):
-        kids = sorted(children.get(summary.path, []), key=_sort_key)
+        kids = children.get(summary.path)
+        if kids is None:
+            built[summary.path] = LineageNode(summary)  # a leaf: most sessions
+            continue
+        kids.sort(key=_sort_key)
         built[summary.path] = LineageNode(summary, tuple(built[k.path] for k in kids))
     in_missing = {c.path for kids in missing_children.values() for c in kids}
     roots = tuple(

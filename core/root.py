@@ -142,7 +142,9 @@ def discover(
                 continue
             seen.add(key)
             with os.scandir(folder) as it:
-                entries = sorted(it, key=_entry_name)
+                entries = list(it)
+            if len(entries) > 1:  # a session folder holds one entry: skip the key calls
+                entries.sort(key=_entry_name)
         except OSError as exc:
             if on_error is not None:
                 on_error(Path(folder), exc)
