@@ -17,6 +17,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.index import IndexCancelled
@@ -46,6 +47,9 @@ from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
+
+#: Seconds a live session must stay quiet before the detail pane follows its last turn.
+LIVE_DETAIL_DELAY = 0.3
 
 
 def while_shown(handler: _Handler) -> _Handler:
@@ -118,6 +122,8 @@ class TurnlineApp(App[int]):
         self._load_cancel = threading.Event()
         #: The first turns of a big log, shown while it is indexed (until it loads).
         self.preview: HeadPreview | None = None
+        self._binding_state: tuple[bool | None, ...] | None = None
+        self._detail_timer: Timer | None = None
         self._head: Future[HeadPreview | None] | None = None
         if worth_previewing(self.path):
             # Read while Textual starts up (a few hundred ms), so the first turns are
@@ -183,7 +189,13 @@ class TurnlineApp(App[int]):
 
     # -- workers (all file I/O happens here; they only post messages) ---------------
 
-    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    # Every worker has a fixed description: without one, Textual builds it from the
+    # repr of the arguments, and a session view's repr holds its whole timeline (tens
+    # of ms per highlighted turn on a big log, on the UI thread).
+
+    @work(
+        thread=True, exclusive=True, group="scan", exit_on_error=False, description="scan the root"
+    )
     def _scan(self) -> None:
         with self._root_lock:
             root = self.root if self.root is not None else SessionRoot(self.path)
@@ -191,7 +203,13 @@ class TurnlineApp(App[int]):
             snapshot = snapshot_of(root)
         self.post_message(RootScanned(root, snapshot))
 
-    @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="watch",
+        exit_on_error=False,
+        description="watch the root",
+    )
     def _watch(self, root: SessionRoot) -> None:
         """The one long-lived watcher of the root; ends when `_stop` is set."""
         # Imported here: watchfiles costs tens of ms at startup, before the first screen.
@@ -238,11 +256,19 @@ class TurnlineApp(App[int]):
                 self.post_message(RootFailed(gone))
                 return
 
-    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="preview",
+        exit_on_error=False,
+        description="read a big log's head",
+    )
     def _preview(self, head: Future[HeadPreview | None]) -> None:
         self.post_message(PreviewRead(head.result()))
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    @work(
+        thread=True, exclusive=True, group="load", exit_on_error=False, description="load a session"
+    )
     def _load(self, root: SessionRoot, summary: SessionSummary, cancel: threading.Event) -> None:
         path = summary.path
 
@@ -262,13 +288,21 @@ class TurnlineApp(App[int]):
         view = SessionView(loaded, builder, next_seq=last + 1 if last is not None else 0)
         self.post_message(SessionLoaded(view, snapshot))
 
-    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="detail",
+        exit_on_error=False,
+        description="read a turn's events",
+    )
     def _read_turn(self, view: SessionView, index: int, turn: Turn) -> None:
         events = view.events_between(turn.first_seq, turn.end_seq)
         if not get_current_worker().is_cancelled:
             self.post_message(TurnEventsRead(view.path, index, events))
 
-    @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
+    @work(
+        thread=True, exclusive=True, group="fork", exit_on_error=False, description="fork a session"
+    )
     def _fork(self, root: SessionRoot, summary: SessionSummary, request: ForkRequest) -> None:
         with self._root_lock:
             result = root.fork(summary, request.plan.boundary, request.child_id)
@@ -564,7 +598,23 @@ class TurnlineApp(App[int]):
                     "the inherited seed. Enter jumps to the parent at that turn."
                 )
             return
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+            self._detail_timer = None
+        if message.live:
+            # A live session moved the cursor: the new row is drawn now, the detail
+            # (many widgets) once the stream pauses, so appends never queue behind it.
+            self._detail_timer = self.set_timer(LIVE_DETAIL_DELAY, self._read_current_turn)
+            return
         self._read_turn(view, index, timeline.turns[index])
+
+    def _read_current_turn(self) -> None:
+        self._detail_timer = None
+        view = self.view
+        timeline = self.timeline
+        index = timeline.current_turn_index
+        if view is not None and index is not None:
+            self._read_turn(view, index, timeline.turns[index])
 
     @on(TurnEventsRead)
     @while_shown
@@ -610,10 +660,28 @@ class TurnlineApp(App[int]):
 
     # -- actions -------------------------------------------------------------------
 
+    #: The actions whose availability depends on the app's state (see `check_action`).
+    _STATEFUL_ACTIONS: ClassVar[tuple[str, ...]] = (
+        "fork",
+        "explain_fork",
+        "parent",
+        "toggle_raw",
+        "clear_filter",
+    )
+
     def _refresh_bindings(self) -> None:
+        """Refresh the footer if an action's availability changed.
+
+        Every refresh recomposes the footer (tens of ms): on a live session that
+        grows every few ms, refreshing on each append would cost more than the
+        append itself.
+        """
         # Messages can still arrive while the app shuts down, after its screens are gone.
         with contextlib.suppress(ScreenStackError):
-            self.refresh_bindings()
+            state = tuple(self.check_action(a, ()) for a in self._STATEFUL_ACTIONS)
+            if state != self._binding_state:
+                self._binding_state = state
+                self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Disable (dim) actions that make no sense on the current row."""

@@ -96,12 +96,20 @@ class TurnTimeline(DataTable[Text]):
     ]
 
     class TurnHighlighted(Message):
-        """The cursor moved to a turn (None: to the divider or an empty table)."""
+        """The cursor moved to a turn (None: to the divider or an empty table).
 
-        def __init__(self, timeline: TurnTimeline, turn_index: int | None) -> None:
+        Attributes:
+            live: The cursor moved because the session grew (it follows the end),
+                not because the user moved it.
+        """
+
+        def __init__(
+            self, timeline: TurnTimeline, turn_index: int | None, *, live: bool = False
+        ) -> None:
             super().__init__()
             self.timeline = timeline
             self.turn_index = turn_index
+            self.live = live
 
         @property
         def control(self) -> TurnTimeline:
@@ -261,7 +269,8 @@ class TurnTimeline(DataTable[Text]):
         self._turns = timeline.turns
         for index, turn in enumerate(self._turns):
             if index < len(old):
-                if turn != old[index]:
+                # Closed turns are the same objects in every snapshot: `is` skips them.
+                if turn is not old[index] and turn != old[index]:
                     for key, value in zip((c[0] for c in COLUMNS), self._cells(turn), strict=True):
                         self.update_cell(str(index), key, value)
             else:
@@ -271,7 +280,7 @@ class TurnTimeline(DataTable[Text]):
         # Re-announce only if what is under the cursor changed: the detail pane keeps
         # its scroll position and folds while other turns grow.
         if self.current_turn_index != before or self.current_turn != before_turn:
-            self._announce()
+            self._announce(live=True)
 
     def show_empty(self) -> None:
         """Forget the session: no rows."""
@@ -323,8 +332,8 @@ class TurnTimeline(DataTable[Text]):
         }
         return [cells[key] for key, _, _ in COLUMNS]
 
-    def _announce(self) -> None:
-        self.post_message(self.TurnHighlighted(self, self.current_turn_index))
+    def _announce(self, *, live: bool = False) -> None:
+        self.post_message(self.TurnHighlighted(self, self.current_turn_index, live=live))
 
     def _on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
