@@ -1,0 +1,83 @@
+"""The app at scale: a big log's head preview, and a big root's folded projects."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from pathlib import Path
+
+from turnline.core.logfile import read_log
+from turnline.core.model import SessionHeader
+from turnline.core.timeline import build_timeline
+from turnline.tui import TurnlineApp
+from turnline.tui._preview import head_preview
+from turnline.tui.widgets import SessionTree
+
+from .conftest import CWD, T0, turn, wait_for, write_session
+
+
+def long_log(root: Path, turns: int, *, header: SessionHeader | None = None) -> Path:
+    events = []
+    for number in range(1, turns + 1):
+        events += turn(len(events), number, f"question {number}", f"answer {number}")
+    return write_session(root, header or SessionHeader(id="long-1", created_at=T0, cwd=CWD), events)
+
+
+def test_head_preview_is_a_prefix_of_the_full_timeline(tmp_path: Path) -> None:
+    path = long_log(tmp_path / "root", 40)
+    full = build_timeline(read_log(path).events)
+    size = path.stat().st_size
+    preview = head_preview(path, head_bytes=size // 3)
+    assert preview is not None
+    n = len(preview.timeline.turns)
+    assert 0 < n < len(full.turns)
+    assert preview.timeline.turns == full.turns[:n]
+    assert all(t.end_seq is not None for t in preview.timeline.turns)  # closed turns only
+    last = preview.timeline.turns[-1]
+    assert [e.seq for e in preview.events_between(last.first_seq, last.end_seq)] == list(
+        range(last.first_seq, (last.end_seq or 0) + 1)
+    )
+
+
+def test_head_preview_refuses_fork_children_and_broken_heads(tmp_path: Path) -> None:
+    child = SessionHeader(
+        id="child-1", created_at=T0, cwd=CWD, parent_session="long-1", seed_length=3
+    )
+    assert head_preview(long_log(tmp_path / "a", 5, header=child)) is None
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b'{"type":"session","id":\n{"type":"turn/end","seq":0}\n')
+    assert head_preview(broken) is None
+    gapped = long_log(tmp_path / "b", 5)
+    lines = gapped.read_bytes().splitlines(keepends=True)
+    # Drop an event in the first turn: the preview stops before the gap (no turn left).
+    gapped.write_bytes(b"".join([lines[0], *lines[2:]]))
+    assert head_preview(gapped) is None
+
+
+async def test_big_root_starts_with_projects_folded_and_builds_them_on_demand(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    paths: list[Path] = []
+    for k in range(404):  # four projects of 101 sessions: past EAGER_SESSIONS
+        header = SessionHeader(id=f"s{k:04d}", created_at=T0 + k, cwd=f"/work/p{k % 4}")
+        paths.append(write_session(root, header, turn(0, 1, f"task {k}", "done")))
+    app = TurnlineApp(root, tz=UTC)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.view is not None)
+        tree = app.query_one(SessionTree)
+        projects = list(tree.root.children)
+        assert len(projects) == 4
+        # Only the project holding the first (selected) session has nodes.
+        built = [p for p in projects if p.children]
+        assert len(built) == 1 and built[0].is_expanded
+        assert sum(not p.is_expanded for p in projects) == 3
+        # Selecting a session in a folded project builds and unfolds it.
+        target = paths[3]  # cwd /work/p3
+        app.open_session(target)
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == target)
+        assert tree.highlighted_path == target
+        assert sum(1 for p in tree.root.children if p.children) == 2
+        # Unfolding a project by hand builds it too.
+        folded = next(p for p in tree.root.children if not p.children)
+        folded.expand()
+        await wait_for(pilot, lambda: len(folded.children) == 101)
