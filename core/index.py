@@ -8,41 +8,34 @@ index (after toolong's newline index, built in timed batches and read with `os.p
 
 - reads the file in blocks of whole lines (a zstd log frame by frame, streaming, so
   memory stays bounded by the block size, not the file size);
-- checks a block in bulk, at C speed: one regular expression,
-  `}\\n{"type":"<type>","seq":<n>` (or `"seq0":<n>` for a packed chunk row, whose
-  `"dt":[...]` it also captures when the row is written in dsh's key order), must
-  match once per line, which proves every line starts the way dsh writes records
-  and that the line before it ended with `}`; every seq plus the line's event count
-  (1, or a packed row's dt length + 1) must be the next line's seq (`map` over the
-  lists, no Python loop per line); a packed row's dt must be an array of numbers
-  (by its bytes); the block must be UTF-8 for `utf8` to stay True;
-- fully parses (orjson + `codec.expand_record`) only the structural events
-  (`timeline.TIMELINE_TYPES`, fed to `TimelineBuilder` in file order, which gives
-  exactly the full-read timeline);
-- when any bulk check fails, walks that block line by line instead, parsing packed
-  rows and every line the pattern does not match (a blank line, another key order,
-  a truncated or garbage line, a non-integer seq), with every seq check of
-  `LogReader` (contiguity, gaps, duplicates, the first seq), the `turn/end` reason
-  check, and its torn-tail-versus-corruption rule, with the same problem messages
-  and line numbers;
-- remembers *anchors* (first seq and file position of turn lines, and of some line
-  at least every `ANCHOR_SPACING` bytes) so `events_between` reads only the byte
+- finds every record start with one regular expression,
+  `}\\n{"type":"<type>","seq":<n>` (or `"seq0":<n>` for a packed chunk row). A match
+  proves the line starts the way dsh writes records *and* that the previous line ended
+  with `}`; the number of matches is compared with the number of newlines, so a block
+  in which every line has that shape is checked without touching its lines in Python;
+- fully parses (orjson + `codec.expand_record`) only the lines that matter or look
+  suspicious: structural events (fed to `TimelineBuilder` in file order, which gives
+  exactly the full-read timeline), packed rows (to count and validate their members),
+  and any line the pattern does not match (a blank line, another key order, a
+  truncated or garbage line, a non-integer seq);
+- keeps every seq check of `LogReader` (contiguity, gaps, duplicates, the first seq),
+  the `turn/end` reason check, and its torn-tail-versus-corruption rule, with the same
+  problem messages and line numbers;
+- remembers *anchors* (first seq and file position of structural lines, and of some
+  line at least every `ANCHOR_SPACING` bytes) so `events_between` reads only the byte
   range of the rows asked for.
 
-What the bulk checks do not prove, so that such a line is found (a read of that
-range stops there) only when its events are read on demand: that a line which
-starts and ends like a record and carries the expected seq is valid JSON inside
-(bytes that are not UTF-8 only clear `utf8`), that it has no second `seq` key, and
-that a packed row's member array (`texts`/`args`) has the length its dt implies.
-Every other corruption is found while indexing, exactly as a full read finds it.
+What the cheap checks do not prove: that a line which starts and ends like a record
+and carries the expected seq is valid JSON inside (bytes that are not UTF-8 only
+clear `IndexedSession.utf8`), and that it has no second `seq` key. Such a line is
+found (as a problem of that read) when its events are read on demand; every other
+corruption is found while indexing, exactly as a full read finds it.
 """
 
 from __future__ import annotations
 
 import bisect
 import copy
-import itertools
-import operator
 import os
 import re
 import threading
@@ -75,21 +68,6 @@ PROGRESS_INTERVAL: Final = 0.05
 MAX_SEQ_PROBLEMS: Final = 20
 
 _RECORD: Final = re.compile(rb'\}\n\{"type":"([^"\\\n]*)","seq(0?)":(0|[1-9][0-9]*)[,}]')
-#: `_RECORD` (same matches) that also captures a packed row's `"dt":[...]` array when
-#: the row is written in dsh's key order (seq0, time0, data: turn, step, index, dt).
-_RECORD_DT: Final = re.compile(
-    rb'\}\n\{"type":"([^"\\\n]*)","seq(0?)":(0|[1-9][0-9]*)(?=[,}])'
-    rb'(?:,"time0":[^,\n]*,"data":\{"turn":[^,\n]*,"step":[^,\n]*,"index":[^,\n]*,'
-    rb'"dt":(\[[^\]\n]*\]))?'
-)
-_TYPE_OF: Final = operator.itemgetter(0)
-_ZERO_OF: Final = operator.itemgetter(1)
-_SEQ_OF: Final = operator.itemgetter(2)
-_DT_OF: Final = operator.itemgetter(3)
-#: Bytes a dt array of JSON numbers is made of; anything else goes the exact way.
-_DT_BYTES: Final = b"0123456789,[]-+.eE"
-#: An empty element: not an array of numbers.
-_DT_GAPS: Final = (b",,", b"[,", b",]")
 _TURN_END_MARK: Final = b'"type":"turn/end"'
 _TURN_END_LINE: Final = b'{"type":"turn/end"'
 _STRUCTURAL: Final = frozenset(t.encode() for t in TIMELINE_TYPES)
@@ -292,102 +270,14 @@ class _Indexer:
             self.utf8 = False
         buf = b"}\n" + block  # sentinel: the first line is preceded by "}\n" too
         if block.endswith(b"}\n"):
-            lines = block.split(b"\n")  # the last item is the empty rest after "\n"
-            shapes = _RECORD_DT.findall(buf)
+            found = list(_RECORD.finditer(buf))
             # Every line has the record shape iff there are as many matches as lines.
-            if len(shapes) == len(lines) - 1:
-                if self._consume_fast(lines, shapes, base, frames):
-                    self._advance(len(block), len(shapes), frames)
-                    return None
-                # Something the bulk checks do not vouch for: walk the lines one by
-                # one, which says exactly where and what (LogReader's problems).
-                found = list(_RECORD.finditer(buf))
+            if len(found) == block.count(b"\n"):
                 halt = self._consume_matches(found, buf, base, frames, 0, 0)
                 if halt is None:
                     self._advance(len(block), len(found), frames)
                 return halt
         return self._consume_slow(block, base, frames)
-
-    def _consume_fast(
-        self,
-        lines: list[bytes],
-        shapes: list[tuple[bytes, bytes, bytes, bytes]],
-        base: int,
-        frames: list[_Frame] | None,
-    ) -> bool:
-        """Index a batch (split into `lines`) whose every line has the record shape,
-        checking in bulk.
-
-        Seqs are checked all at once (each line's seq plus its event count must be
-        the next line's seq, the first must follow the last one indexed), a packed
-        row's event count is its `dt` length (an array of numbers, by its bytes),
-        and only the structural lines are parsed. Returns False, having changed
-        nothing, when any check fails: the caller then walks the lines one by one.
-        """
-        n = len(shapes)
-        seqs = list(map(int, map(_SEQ_OF, shapes)))
-        types = list(map(_TYPE_OF, shapes))
-        # Lines written with "seq0": each must be a packed row with its dt captured.
-        # (C-level passes: a Python loop over every line is what this path avoids.)
-        packed = list(itertools.compress(range(n), map(bool, map(_ZERO_OF, shapes))))
-        rows = list(map(shapes.__getitem__, packed))
-        dts = list(map(_DT_OF, rows))
-        if not _PACKED.issuperset(map(_TYPE_OF, rows)) or b"" in dts:
-            return False  # "seq0" on an event, or a row in another key order: exact path
-        structural = list(itertools.compress(range(n), map(_STRUCTURAL.__contains__, types)))
-        if len(packed) + len(structural) > n or not set(packed).isdisjoint(structural):
-            return False
-        steps = [1] * n
-        if dts:
-            joined = b"".join(dts)
-            if joined.translate(None, _DT_BYTES) or any(gap in joined for gap in _DT_GAPS):
-                return False  # a dt that is not a plain array of numbers
-            # A row of len(dt) + 1 events: commas + 2, or 1 for an empty dt.
-            commas = map(bytes.count, dts, itertools.repeat(b","))
-            for i, count, filled in zip(packed, commas, map(b"[]".__ne__, dts), strict=True):
-                steps[i] = count + 1 + filled
-        expected = self.last_seq + 1 if self.last_seq is not None else 0
-        ends = list(map(operator.add, seqs, steps))
-        if seqs[0] != expected or ends[:-1] != seqs[1:]:
-            return False  # a gap, a duplicate, or a dt that disagrees with the seqs
-        events: list[SessionEvent] = []
-        for i in structural:
-            try:
-                decoded = expand_record(orjson.loads(lines[i]))
-            except (orjson.JSONDecodeError, RecordError):
-                return False
-            if len(decoded) != 1 or decoded[0].seq != seqs[i]:
-                return False  # e.g. a second "seq" key: the exact path reports it
-            events.append(decoded[0])
-        # Every check passed: commit, exactly as the line-by-line walk would have.
-        total = ends[-1] - seqs[0]
-        if self.contiguous == self.event_count == seqs[0]:
-            self.contiguous += total
-        self.event_count += total
-        self.last_seq = ends[-1] - 1
-        raw = frames is None
-        starts = list(map(operator.add, [0, *itertools.accumulate(map(len, lines))], range(n + 1)))
-        turns = [i for i in structural if types[i] in _TURN_TYPES]
-        for i, event in zip(structural, events, strict=True):
-            if event.type == TURN_END:
-                self._check_turn_end(event, self._line_no(i, frames))
-                if raw:
-                    self.end_offsets[event.seq] = base + starts[i + 1]
-        self.builder.feed(events)
-        # Anchors: every turn line, and (raw) a line at least every ANCHOR_SPACING bytes.
-        nxt = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
-        for c in [*turns, n]:
-            while raw:
-                k = bisect.bisect_left(starts, nxt - base, 0, c)
-                if k >= c:
-                    break
-                self._anchor(seqs[k], base + starts[k], 0)
-                nxt = base + starts[k] + ANCHOR_SPACING
-            if c < n:
-                self._first_seq = seqs[c]
-                self._anchor_line(base, starts[c], frames, c)
-                nxt = base + starts[c] + ANCHOR_SPACING
-        return True
 
     def _line_no(self, index: int, frames: list[_Frame] | None) -> int:
         """LogReader's line number of the batch's line `index` (0-based)."""

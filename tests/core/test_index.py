@@ -318,21 +318,17 @@ def test_a_fork_copied_from_a_big_log_is_summarized_like_its_file(tmp_path: Path
     assert titles == {"question 1", "title 20", "title 120"}
 
 
-def test_what_the_bulk_checks_do_not_see_is_found_when_the_turn_is_read(tmp_path: Path) -> None:
-    """The documented blind spot (module docstring): a packed row whose member array
-    disagrees with its dt while the seqs around it agree with the dt. The index
-    counts the row by its dt; the full reader calls it a bad row; reading the turn
-    through the index stops at that row instead of inventing events."""
-    row = _packed(4, 3)
-    row["data"]["texts"] = ["only", "two"]  # dt says 3 members
-    log = tmp_path / "session.jsonl"
-    log.write_bytes(
-        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
-        + _line(row)
-        + b"".join(_line(r) for r in turn_records(7, 2))
-    )
-    ix = index_log(log)
-    full = full_read(log)
-    assert ix.problems == ()
-    assert {p.kind for p in full.summary.problems} == {ProblemKind.BAD_PACKED_ROW}
-    assert [e.seq for e in ix.events_between(0, None)] == [0, 1, 2, 3]
+def test_bytes_that_are_not_utf8_clear_the_utf8_flag(tmp_path: Path) -> None:
+    """A tool result the index does not parse may hold bytes a full read rejects; the
+    index says so (`utf8`), so a fork never trusts it for its child's summary."""
+    good = b"".join(_line(r) for r in [HEADER, *_turns(2)])
+    bad = _line(event(8, "tool/result", content="XX")).replace(b"XX", b"\xff\xfe")
+    clean = tmp_path / "a" / "session.jsonl"
+    dirty = tmp_path / "b" / "session.jsonl"
+    clean.parent.mkdir()
+    dirty.parent.mkdir()
+    clean.write_bytes(good)
+    dirty.write_bytes(good + bad + b"".join(_line(r) for r in turn_records(9, 3)))
+    assert index_log(clean).utf8
+    assert not index_log(dirty).utf8
+    assert {p.kind for p in full_read(dirty).summary.problems} == {ProblemKind.CORRUPT}
