@@ -56,12 +56,14 @@ from .writer import (
     LogExistsError,
     _no_fault,
     append_events,
+    cleanup_temporaries,
     encode_new_log,
     log_name,
     write_new_file,
 )
 
-_SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+#: Folders discovery never enters (the watcher uses the same set).
+SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 class RootError(Exception):
@@ -93,7 +95,7 @@ def is_log_name(name: str) -> bool:
     )
 
 
-def _has_header(path: Path) -> bool:
+def has_session_header(path: Path) -> bool:
     """True if the file's first record is a session header (cheap: first line only)."""
     try:
         if encoding_of(path) is Encoding.ZSTD:
@@ -106,13 +108,13 @@ def _has_header(path: Path) -> bool:
     return isinstance(obj, dict) and obj.get("type") == "session"
 
 
-def _in_layout(path: Path) -> str | None:
+def layout_session_id(path: Path) -> str | None:
     """The session id a dsh-layout path implies, or None if not in the layout."""
     return _layout_id(path.name, path.parent.name, path.parent.parent.name)
 
 
 def _layout_id(name: str, folder: str, parent: str) -> str | None:
-    """`_in_layout` from names: log file `name` in folder `folder` inside `parent`."""
+    """`layout_session_id` from names: log file `name` in folder `folder` inside `parent`."""
     if not name.startswith("session") or not is_project_dir(parent):
         return None
     if folder.isascii() and "~" not in folder:
@@ -154,7 +156,7 @@ def discover(
             name = entry.name
             try:
                 if entry.is_dir():
-                    if name not in _SKIP_DIRS:
+                    if name not in SKIP_DIRS:
                         subdirs.append((entry.path, name, folder_name))
                     continue
                 if not is_log_name(name) or not entry.is_file():
@@ -163,7 +165,7 @@ def discover(
                 continue
             path = Path(entry.path)
             layout_id = _layout_id(name, folder_name, parent_name)
-            if layout_id is not None or name.startswith("session") or _has_header(path):
+            if layout_id is not None or name.startswith("session") or has_session_header(path):
                 yield path, layout_id
         stack.extend(reversed(subdirs))
 
@@ -277,6 +279,11 @@ class SessionRoot:
         self._summaries: dict[Path, SessionSummary] = {}
         self._indexes: dict[Path, IndexedSession] = {}
         self._lineage: Lineage | None = None
+        self._scanned = False
+        # The watcher thread updates summaries while the UI thread builds lineages:
+        # a lineage built from an older generation is never stored as current.
+        self._lock = threading.RLock()
+        self._generation = 0
         self.scan_problems: list[tuple[Path, str]] = []
 
     # -- listing ---------------------------------------------------------------------
@@ -284,7 +291,7 @@ class SessionRoot:
     def log_paths(self) -> list[tuple[Path, str | None]]:
         """Every log this root shows."""
         if self.single is not None:
-            return [(self.single, _in_layout(self.single))]
+            return [(self.single, layout_session_id(self.single))]
         self.scan_problems = []
         return list(
             discover(self.path, lambda p, e: self.scan_problems.append((p, e.strerror or str(e))))
@@ -293,9 +300,15 @@ class SessionRoot:
     def scan(self) -> list[SessionSummary]:
         """Discover and summarize every log (header + byte scan, no full parse)."""
         summaries = [self._summarize(path, sid) for path, sid in self.log_paths()]
-        self._summaries = {s.path: s for s in summaries}
-        self._lineage = None
+        with self._lock:
+            self._summaries = {s.path: s for s in summaries}
+            self._scanned = True
+            self._changed()
         return summaries
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._lineage = None
 
     def _summarize(self, path: Path, sid: str | None) -> SessionSummary:
         """`summarize`, or for a big log its index (kept for a `load` that follows)."""
@@ -308,26 +321,38 @@ class SessionRoot:
         return indexed.summary
 
     def summaries(self) -> list[SessionSummary]:
-        """The last scan's summaries (scanning first if needed)."""
-        if not self._summaries:
+        """The summaries (scanning once first if the root was never scanned)."""
+        if not self._scanned:
             self.scan()
-        return list(self._summaries.values())
+        with self._lock:
+            return list(self._summaries.values())
 
     def update(self, summary: SessionSummary) -> None:
         """Replace or add one summary (after a watcher change)."""
-        self._summaries[summary.path] = summary
-        self._lineage = None
+        with self._lock:
+            self._summaries[summary.path] = summary
+            self._changed()
 
     def remove(self, path: Path) -> None:
         """Forget one log (it was deleted)."""
-        if self._summaries.pop(path, None) is not None:
-            self._lineage = None
+        with self._lock:
+            if self._summaries.pop(path, None) is not None:
+                self._changed()
 
     def lineage(self) -> Lineage:
         """The family forest of the current summaries."""
-        if self._lineage is None:
-            self._lineage = build_lineage(self.summaries())
-        return self._lineage
+        if not self._scanned:
+            self.scan()
+        with self._lock:
+            if self._lineage is not None:
+                return self._lineage
+            generation = self._generation
+            summaries = list(self._summaries.values())
+        lineage = build_lineage(summaries)
+        with self._lock:
+            if generation == self._generation:
+                self._lineage = lineage
+        return lineage
 
     def problems_of(self, summary: SessionSummary) -> tuple[LogProblem, ...]:
         """A summary's own problems plus its cross-session ones."""
@@ -572,6 +597,16 @@ class SessionRoot:
         )
         encoding = self.encoding
         final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
+        real_root = os.path.realpath(self.path)
+        real_target = os.path.realpath(final.parent)
+        if os.path.commonpath([real_root, real_target]) != real_root:
+            # A symlinked project or session folder would put the child elsewhere.
+            raise SessionForkError(
+                ForkErrorCode.WRITE_FAILED,
+                f"{final.parent} resolves to {real_target}, outside the root {real_root}; "
+                "nothing was written",
+            )
+        cleanup_temporaries(final.parent)  # leftovers of a killed fork, dead pids only
         seed = events[:seed_length]
         copied: FileRange | None = None
         chunks: list[bytes | FileRange]

@@ -31,13 +31,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, TypeAlias
 
-import orjson
 from watchfiles._rust_notify import RustNotify
 
-from .layout import decode_session_id, is_project_dir
 from .logfile import Encoding, LogReader, encoding_of
 from .model import TURN_END, TURN_START, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .root import SessionRoot, discover, is_log_name
+from .root import (
+    SKIP_DIRS,
+    SessionRoot,
+    discover,
+    has_session_header,
+    is_log_name,
+    layout_session_id,
+)
 from .summary import SessionSummary, summarize
 from .timeline import message_text
 
@@ -50,7 +55,6 @@ POLL_FULL_RESCAN_S: Final = 1.0
 #: How long (ms) the native backend waits before returning to check the root.
 _NATIVE_TIMEOUT_MS: Final = 250
 #: Mirrors `root.discover`: folders it never descends into.
-_SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 # -- changes ---------------------------------------------------------------------------
@@ -262,27 +266,6 @@ class _Tracked:
     seen: _StatKey | None = None  # the stat taken just before the last read
 
 
-def _layout_id(path: Path) -> str | None:
-    """The session id the dsh layout implies (mirrors `root._in_layout`)."""
-    if not path.name.startswith("session"):
-        return None
-    id_dir = path.parent
-    if is_project_dir(id_dir.parent.name):
-        return decode_session_id(id_dir.name)
-    return None
-
-
-def _raw_has_header(path: Path) -> bool:
-    """True if a raw log's first line is a session header (mirrors `root._has_header`)."""
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(1 << 20)
-        obj = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
-        return False
-    return isinstance(obj, dict) and obj.get("type") == "session"
-
-
 # -- the watcher ----------------------------------------------------------------------------
 
 
@@ -468,7 +451,7 @@ class RootWatcher:
                     continue
                 seen.add((st.st_dev, st.st_ino))
                 with os.scandir(folder) as it:
-                    subdirs = [Path(e.path) for e in it if e.name not in _SKIP_DIRS and e.is_dir()]
+                    subdirs = [Path(e.path) for e in it if e.name not in SKIP_DIRS and e.is_dir()]
             except OSError:
                 continue
             self._dirs.setdefault(folder, st.st_mtime_ns)
@@ -492,7 +475,7 @@ class RootWatcher:
                 continue
             for path, is_dir in sorted(entries):
                 if is_dir:
-                    if path not in self._dirs and path.name not in _SKIP_DIRS:
+                    if path not in self._dirs and path.name not in SKIP_DIRS:
                         # Noted before it is walked: what lands in it later is seen.
                         self._register_dirs(path)
                         changes.extend(self._scan_tree(path))
@@ -507,7 +490,7 @@ class RootWatcher:
         changes: list[RootChange] = []
         for summary in self.root.summaries():
             # The id `SessionRoot.scan` fell back to: the layout's, else the path.
-            fallback = _layout_id(summary.path) or str(summary.path)
+            fallback = layout_session_id(summary.path) or str(summary.path)
             self._tracked[summary.path] = _Tracked(summary, _resume(summary), fallback)
         for path in list(self._tracked):
             changes.extend(self._refresh(path))
@@ -560,7 +543,7 @@ class RootWatcher:
             parts = folder.relative_to(self.root.path).parts
         except ValueError:
             return changes  # not under the root (a symlinked folder's own path)
-        if any(part in _SKIP_DIRS for part in parts):
+        if any(part in SKIP_DIRS for part in parts):
             return changes
         for path, _sid in discover(folder, self._folder_error):
             if path not in self._tracked:
@@ -604,7 +587,7 @@ class RootWatcher:
             return []
         if path in self._candidates and self._candidates[path] == key:
             return []  # unchanged since it was last found wanting
-        layout_id = _layout_id(path)
+        layout_id = layout_session_id(path)
         summary: SessionSummary | None = None
         accepted = (
             layout_id is not None or path.name.startswith("session") or path == self.root.single
@@ -614,7 +597,7 @@ class RootWatcher:
                 summary = summarize(path)
                 accepted = summary.header is not None
             else:
-                accepted = _raw_has_header(path)
+                accepted = has_session_header(path)
         if not accepted:
             # A log name but no header yet (being written, or not a log): look again
             # when it changes.

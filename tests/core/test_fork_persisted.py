@@ -221,3 +221,48 @@ def test_a_persisted_child_reloads_identical(
         assert reloaded.header is not None
         assert (reloaded.header.parent_session, reloaded.header.seed_length) == ("p", seed)
         assert result.child.events == seed
+
+
+def test_a_fork_never_writes_through_a_symlink_out_of_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _parent(root)
+    # A project folder for another cwd that is a symlink pointing out of the root.
+    (root / project_key("/elsewhere")).symlink_to(outside, target_is_directory=True)
+    header = SessionHeader(id="p2", created_at=2, cwd="/elsewhere", delegation_depth=0)
+    write_log(tmp_path / "staging", header, as_events(turn_records(0, 1)))
+    staged = next((tmp_path / "staging").rglob("session.jsonl"))
+    target = root / project_key("/elsewhere") / "p2"
+    target.mkdir()
+    (target / "session.jsonl").write_bytes(staged.read_bytes())
+    before = _digest(outside)
+    with pytest.raises(SessionForkError) as err:
+        SessionRoot(root).fork("p2", child_id="child-out")
+    assert err.value.code is ForkErrorCode.WRITE_FAILED
+    assert "outside the root" in err.value.message
+    assert _digest(outside) == before
+
+
+def test_a_fork_clears_temporaries_left_by_a_dead_fork(tmp_path: Path) -> None:
+    from turnline.core.writer import TEMP_PREFIX
+
+    _parent(tmp_path)
+    folder = tmp_path / project_key("/home/dev/app") / encode_session_id("child-t")
+    folder.mkdir(parents=True)
+    # pid 2**22 + 1 is above Linux's pid_max default, so no live process holds it.
+    leftover = folder / f"{TEMP_PREFIX}{2**22 + 1}-deadbeef"
+    leftover.write_bytes(b'{"type":"session"')
+    SessionRoot(tmp_path).fork("parent-1", child_id="child-t")
+    assert not leftover.exists()
+    assert (folder / "session.jsonl").is_file()
+
+
+def test_a_lineage_built_across_an_update_is_not_kept_as_current(tmp_path: Path) -> None:
+    _parent(tmp_path)
+    root = SessionRoot(tmp_path)
+    first = root.lineage()
+    assert root.lineage() is first  # cached while nothing changes
+    root.fork("parent-1", child_id="kid")
+    assert root.lineage() is not first
+    assert any(node.children for node in root.lineage().roots)
