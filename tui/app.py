@@ -22,12 +22,12 @@ from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
+from turnline.core.preview import HeadPreview, head_preview, worth_previewing
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
 
-from ._preview import HeadPreview, head_preview, worth_previewing
 from ._text import line, one_line
 from .commands import TurnlineCommands
 from .messages import (

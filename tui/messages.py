@@ -13,11 +13,10 @@ from pathlib import Path
 from textual.message import Message
 from turnline.core.lineage import Lineage
 from turnline.core.model import LogProblem, SessionEvent
+from turnline.core.preview import HeadPreview
 from turnline.core.root import ForkResult, LoadedSession, SessionRoot
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import TimelineBuilder
-
-from ._preview import HeadPreview
 
 
 @dataclass(frozen=True)

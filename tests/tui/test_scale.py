@@ -7,9 +7,9 @@ from pathlib import Path
 
 from turnline.core.logfile import read_log
 from turnline.core.model import SessionHeader
+from turnline.core.preview import head_preview
 from turnline.core.timeline import build_timeline
 from turnline.tui import TurnlineApp
-from turnline.tui._preview import head_preview
 from turnline.tui.widgets import SessionTree
 
 from .conftest import CWD, T0, turn, wait_for, write_session

@@ -8,9 +8,8 @@ whole). Anything unusual (no header, a fork child whose seed needs its parent, a
 that does not decode, a seq out of order) gives no preview: the app then simply waits
 for the real load, which reports every problem.
 
-It belongs in the core (`index.head_preview`), beside the index it stands in for; it
-lives here until the core offers it, and reads the log only through the core's own
-decoders (`parse_header`, `expand_record`, `TimelineBuilder`).
+It reads the log only through the core's own decoders (`parse_header`,
+`expand_record`, `TimelineBuilder`), so the preview can never disagree with a full read.
 """
 
 from __future__ import annotations
@@ -20,11 +19,12 @@ from pathlib import Path
 from typing import Final
 
 import orjson
-from turnline.core.codec import RecordError, expand_record, parse_header
-from turnline.core.index import worth_indexing
-from turnline.core.logfile import Encoding, encoding_of
-from turnline.core.model import TURN_END, SessionEvent
-from turnline.core.timeline import Timeline, TimelineBuilder
+
+from .codec import RecordError, expand_record, parse_header
+from .index import worth_indexing
+from .logfile import Encoding, encoding_of
+from .model import TURN_END, SessionEvent
+from .timeline import Timeline, TimelineBuilder
 
 #: Bytes of the head decoded: about fifteen turns of a real coding session, a pane full.
 HEAD_BYTES: Final = 1 << 20
