@@ -40,6 +40,26 @@ class RecordError(ValueError):
         self.kind = kind
 
 
+_HEADER_KEYS: Final = frozenset({key for key, _ in HEADER_FIELDS} | {"type"})
+_INT_FIELDS: Final = ("createdAt", "seedLength", "delegationDepth")
+_STR_FIELDS: Final = ("cwd", "parentSession", "origin", "agentPreset")
+
+
+def _plain_header(obj: dict[str, Any]) -> bool:
+    """True if the header has only known keys, each absent or of its expected type."""
+    if not _HEADER_KEYS.issuperset(obj):
+        return False
+    for key in _INT_FIELDS:
+        value = obj.get(key)
+        if value is not None and (type(value) is not int or value < 0):
+            return False
+    for key in _STR_FIELDS:
+        value = obj.get(key)
+        if value is not None and type(value) is not str:
+            return False
+    return True
+
+
 def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
     """Read a decoded first record as a header.
 
@@ -74,7 +94,23 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
                 line=1,
             )
         )
-    known = {key for key, _ in HEADER_FIELDS} | {"type"}
+    if _plain_header(obj):
+        # The common case (every field of the expected type): no per-field checks.
+        return (
+            SessionHeader(
+                id=sid,
+                created_at=obj.get("createdAt") or 0,
+                version=version,
+                cwd=obj.get("cwd"),
+                parent_session=obj.get("parentSession"),
+                seed_length=obj.get("seedLength"),
+                origin=obj.get("origin"),
+                delegation_depth=obj.get("delegationDepth"),
+                agent_preset=obj.get("agentPreset"),
+            ),
+            problems,
+        )
+    known = _HEADER_KEYS
     values: dict[str, Any] = {}
     for key, attr in HEADER_FIELDS:
         value = obj.get(key)
