@@ -109,13 +109,18 @@ class _Unsupported(Exception):
     """A way of copying that this kernel or filesystem refuses before copying a byte."""
 
 
-def _copy_file_range(src: int, dst: int, pos: int, end: int) -> int:
-    if not hasattr(os, "copy_file_range"):
-        raise _Unsupported  # not Linux
+def _kernel_copy(
+    step: Callable[[int, int, int, int], int], src: int, dst: int, pos: int, end: int
+) -> int:
+    """Copy `[pos, end)` of src to dst with an in-kernel `step(src, dst, pos, count)`.
+
+    Raises `_Unsupported` if the very first call says the filesystem cannot do it,
+    so the caller can fall back to the next way of copying.
+    """
     first = True
     while pos < end:
         try:
-            n = os.copy_file_range(src, dst, min(end - pos, 1 << 30), pos)
+            n = step(src, dst, pos, min(end - pos, 1 << 30))
         except OSError as exc:
             if first and exc.errno in _NO_FAST_COPY:
                 raise _Unsupported from exc
@@ -125,24 +130,18 @@ def _copy_file_range(src: int, dst: int, pos: int, end: int) -> int:
             break
         pos += n
     return pos
+
+
+def _copy_file_range(src: int, dst: int, pos: int, end: int) -> int:
+    if not hasattr(os, "copy_file_range"):
+        raise _Unsupported  # not Linux
+    return _kernel_copy(lambda s, d, p, n: os.copy_file_range(s, d, n, p), src, dst, pos, end)
 
 
 def _sendfile(src: int, dst: int, pos: int, end: int) -> int:
     if not hasattr(os, "sendfile"):
         raise _Unsupported
-    first = True
-    while pos < end:
-        try:
-            n = os.sendfile(dst, src, pos, min(end - pos, 1 << 30))
-        except OSError as exc:
-            if first and exc.errno in _NO_FAST_COPY:
-                raise _Unsupported from exc
-            raise
-        first = False
-        if n == 0:
-            break
-        pos += n
-    return pos
+    return _kernel_copy(lambda s, d, p, n: os.sendfile(d, s, p, n), src, dst, pos, end)
 
 
 def _read_write(src: int, dst: int, pos: int, end: int) -> int:
