@@ -1,22 +1,31 @@
-"""The turn timeline of one session: a row per turn, fork points highlighted."""
+"""The turn timeline of one session: a row per turn, fork points highlighted.
+
+A Line-API widget (`render_line` per screen line, like Textual's `Log`): each row is
+rendered once into a `Strip` and cached by (row, width, cursor/hover state), checked
+against the turn object it was drawn from. A live append renders only the new row
+and the rows whose cursor state changed; every other line is a cache hit. (A
+`DataTable` drops every cached cell on any change, so each append re-rendered the
+whole visible table.)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from turnline.core.timeline import Timeline, Turn
 
 from .._text import line
-
-DIVIDER_KEY = "divider"
 
 #: Styles per `turn/end` reason; other kinds are shown plain.
 REASON_STYLE: dict[str, str] = {
@@ -41,6 +50,8 @@ USER_MIN = 12
 FORK_MARK = "▶"
 OPEN_MARK = "●"
 GAP_MARK = "✖"
+CELL_PADDING = 1  # spaces either side of every cell
+HEADER_HEIGHT = 1
 
 
 @dataclass(frozen=True)
@@ -82,18 +93,67 @@ def tools_summary(tools: tuple[str, ...], width: int = 18) -> str:
     return " ".join(parts)
 
 
-class TurnTimeline(DataTable[Text]):
+class TurnTimeline(ScrollView, can_focus=True):
     """One row per turn; forkable rows (ending in `turn/end`) marked ▶ and coloured.
 
     In a fork child, the inherited seed rows are dimmed and a divider row says where
-    the child diverged. Rows are keyed by turn index, so a live update changes cells
-    in place and appends rows without moving the cursor.
+    the child diverged. A header row stays on top; the user column takes the width
+    the fixed columns leave. A live update re-renders only the rows that changed and
+    appends rows without moving the cursor (unless it was on the last row: then it
+    follows the end).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("home", "cursor_home", "First", show=False),
+        Binding("end", "cursor_end", "Last", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("enter", "select_cursor", "Select", show=False),
     ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "turn-timeline--header",
+        "turn-timeline--cursor",
+        "turn-timeline--hover",
+    }
+
+    # The look of Textual's DataTable, which this widget replaced.
+    DEFAULT_CSS = """
+    TurnTimeline {
+        background: $surface;
+        color: $foreground;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .turn-timeline--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .turn-timeline--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .turn-timeline--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .turn-timeline--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .turn-timeline--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .turn-timeline--hover {
+            background: $block-hover-background;
+        }
+    }
+    """
 
     class TurnHighlighted(Message):
         """The cursor moved to a turn (None: to the divider or an empty table).
@@ -117,7 +177,7 @@ class TurnTimeline(DataTable[Text]):
             return self.timeline
 
     class DividerChosen(Message):
-        """Enter on the seed divider: the user wants the parent at the boundary."""
+        """Enter (or a click) on the seed divider: the user wants the parent at the boundary."""
 
         def __init__(self, divider: Divider) -> None:
             super().__init__()
@@ -126,39 +186,22 @@ class TurnTimeline(DataTable[Text]):
     def __init__(
         self, *, tz: tzinfo | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, id=id, classes=classes)
+        super().__init__(id=id, classes=classes)
         self.tz = tz
         self._turns: tuple[Turn, ...] = ()
         self._seed_length = 0
         self._divider: Divider | None = None
         self._divider_after: int | None = None  # index of the last seed turn
-        self._keys: list[str] = []  # row keys in display order
+        self._cursor = 0
+        self._hover: int | None = None
         self.seed_limit: int | None = None
-
-    def on_mount(self) -> None:
-        for key, label, width in COLUMNS:
-            self.add_column(Text(label, style="bold"), key=key, width=width)
-
-    def on_resize(self) -> None:
-        """Give the user text every column the others leave, so nothing scrolls sideways."""
-        fixed = sum(width + 2 * self.cell_padding for key, _, width in COLUMNS if key != "user")
-        avail = self.scrollable_content_region.width - fixed - 2 * self.cell_padding - 1
-        column = self.columns.get(ColumnKey("user"))
-        if column is not None and column.width != max(USER_MIN, avail):
-            column.width = max(USER_MIN, avail)
-            # DataTable has no public "column resized" hook; this is what add_column sets.
-            self._require_update_dimensions = True
-            self.refresh()
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Recompute the virtual size, without measuring the new rows' cells.
-
-        Every column has a fixed width (`on_resize` sets the user column's) and every
-        row is one line high, so DataTable's per-cell measuring of new rows (about
-        half a millisecond a row) cannot change the layout: skipping it is what lets a
-        session of thousands of turns show at once.
-        """
-        super()._update_dimensions(())
+        # (row, width, cursor, hover, focus) -> (what the row showed, its strip). The
+        # turn object is checked on use: closed turns are the same objects in every
+        # snapshot, an open turn that changed is a new one.
+        self._row_cache: LRUCache[tuple[int, int, bool, bool, bool], tuple[object, Strip]] = (
+            LRUCache(1024)
+        )
+        self._header_cache: LRUCache[tuple[int, bool], Strip] = LRUCache(8)
 
     # -- model ---------------------------------------------------------------------
 
@@ -172,26 +215,47 @@ class TurnTimeline(DataTable[Text]):
         """The seed divider, in a fork child."""
         return self._divider
 
-    def turn_index_at(self, row: int) -> int | None:
-        """The turn shown at a row (None for the divider)."""
-        if not 0 <= row < len(self._keys):
+    @property
+    def _divider_row(self) -> int | None:
+        """The row the divider is on (it follows the last seed turn)."""
+        if self._divider is None or self._divider_after is None:
             return None
-        key = self._keys[row]
-        return None if key == DIVIDER_KEY else int(key)
+        return self._divider_after + 1
+
+    @property
+    def row_count(self) -> int:
+        """Rows shown: one per turn, plus the divider in a fork child."""
+        return len(self._turns) + (self._divider_row is not None)
+
+    def turn_index_at(self, row: int) -> int | None:
+        """The turn shown at a row (None for the divider or a row that is not there)."""
+        if not 0 <= row < self.row_count:
+            return None
+        divider_row = self._divider_row
+        if divider_row is None or row < divider_row:
+            return row
+        return None if row == divider_row else row - 1
 
     def row_of_turn(self, index: int) -> int | None:
         """The row showing a turn index."""
-        try:
-            return self._keys.index(str(index))
-        except ValueError:
+        if not 0 <= index < len(self._turns):
             return None
+        divider_row = self._divider_row
+        return index if divider_row is None or index < divider_row else index + 1
+
+    @property
+    def cursor_row(self) -> int:
+        """The row under the cursor (0 in an empty timeline)."""
+        return self._cursor
+
+    @cursor_row.setter
+    def cursor_row(self, row: int) -> None:
+        self.move_cursor(row=row)
 
     @property
     def current_turn_index(self) -> int | None:
         """The turn under the cursor."""
-        if not self._keys:
-            return None
-        return self.turn_index_at(self.cursor_row)
+        return self.turn_index_at(self._cursor)
 
     @property
     def current_turn(self) -> Turn | None:
@@ -202,7 +266,7 @@ class TurnTimeline(DataTable[Text]):
     @property
     def on_divider(self) -> bool:
         """True when the cursor is on the seed divider row."""
-        return bool(self._keys) and self._keys[self.cursor_row] == DIVIDER_KEY
+        return self._divider_row is not None and self._cursor == self._divider_row
 
     def past_gap(self, turn: Turn) -> bool:
         """True for a turn/end beyond the contiguous prefix: shown, but not a fork point."""
@@ -212,6 +276,17 @@ class TurnTimeline(DataTable[Text]):
     def is_seed(self, turn: Turn) -> bool:
         """True for a turn the child inherited from its parent."""
         return turn.end_seq is not None and turn.end_seq < self._seed_length
+
+    def get_row_at(self, row: int) -> list[Text]:
+        """The cells of a row, in column order.
+
+        Raises:
+            IndexError: There is no such row.
+        """
+        if not 0 <= row < self.row_count:
+            raise IndexError(f"no row {row}")
+        index = self.turn_index_at(row)
+        return self._divider_cells() if index is None else self._cells(self._turns[index])
 
     # -- showing -------------------------------------------------------------------
 
@@ -233,8 +308,6 @@ class TurnTimeline(DataTable[Text]):
                 turns ending at or past it cannot seed a fork.
         """
         self.seed_limit = seed_limit
-        self.clear()
-        self._keys = []
         self._turns = timeline.turns
         self._seed_length = timeline.seed_length
         self._divider = divider
@@ -242,41 +315,33 @@ class TurnTimeline(DataTable[Text]):
         if divider is not None:
             seeds = [i for i, t in enumerate(self._turns) if self.is_seed(t)]
             self._divider_after = seeds[-1] if seeds else -1
-        if self._divider_after == -1:
-            self._add_divider()
-        for index, turn in enumerate(self._turns):
-            self._add_turn(index, turn)
-            if index == self._divider_after:
-                self._add_divider()
-        if self._keys:
-            target: int | None = None
-            if cursor_turn is not None:
-                target = self.row_of_turn(min(cursor_turn, len(self._turns) - 1))
-            self.move_cursor(row=target if target is not None else len(self._keys) - 1)
+        self._reset_rows()
+        target: int | None = None
+        if cursor_turn is not None and self._turns:
+            target = self.row_of_turn(min(cursor_turn, len(self._turns) - 1))
+        self._cursor = max(0, self.row_count - 1) if target is None else target
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self._scroll_to_cursor()
         self._announce()
 
     def grow(self, timeline: Timeline) -> None:
         """Extend in place with a longer timeline of the same session.
 
-        Changed turns (an open turn that closed or gained steps) are updated cell by
-        cell; new turns are appended. The cursor stays where the user put it, unless
-        it was on the last row: then it follows the end.
+        Only changed turns (an open turn that closed or gained steps) and new turns
+        are rendered again. The cursor stays where the user put it, unless it was on
+        the last row: then it follows the end.
         """
-        following = bool(self._keys) and self.cursor_row == len(self._keys) - 1
-        old = self._turns
+        rows = self.row_count
+        following = rows > 0 and self._cursor == rows - 1
         before = self.current_turn_index
         before_turn = self.current_turn
         self._turns = timeline.turns
-        for index, turn in enumerate(self._turns):
-            if index < len(old):
-                # Closed turns are the same objects in every snapshot: `is` skips them.
-                if turn is not old[index] and turn != old[index]:
-                    for key, value in zip((c[0] for c in COLUMNS), self._cells(turn), strict=True):
-                        self.update_cell(str(index), key, value)
-            else:
-                self._add_turn(index, turn)
-        if following and self._keys:
-            self.move_cursor(row=len(self._keys) - 1)
+        self._update_virtual_size()
+        if following:
+            self._cursor = self.row_count - 1
+            self._scroll_to_cursor()
+        # Unchanged rows are cache hits: repainting the widget costs only them.
+        self.refresh()
         # Re-announce only if what is under the cursor changed: the detail pane keeps
         # its scroll position and folds while other turns grow.
         if self.current_turn_index != before or self.current_turn != before_turn:
@@ -284,27 +349,205 @@ class TurnTimeline(DataTable[Text]):
 
     def show_empty(self) -> None:
         """Forget the session: no rows."""
-        self.clear()
-        self._keys = []
         self._turns = ()
         self._divider = None
+        self._divider_after = None
+        self._reset_rows()
 
-    def _add_turn(self, index: int, turn: Turn) -> None:
-        key = str(index)
-        self.add_row(*self._cells(turn), key=key)
-        self._keys.append(key)
+    def clear(self) -> None:
+        """No rows (the same as `show_empty`)."""
+        self.show_empty()
 
-    def _add_divider(self) -> None:
+    def move_cursor(self, *, row: int) -> None:
+        """Put the cursor on a row (clamped to the rows there are) and scroll it into view."""
+        row = max(0, min(row, self.row_count - 1))
+        if row != self._cursor:
+            self._cursor = row
+            self.refresh()
+            self._announce()
+        self._scroll_to_cursor()
+
+    def _reset_rows(self) -> None:
+        self._cursor = 0
+        self._hover = None
+        self._row_cache.clear()
+        self._update_virtual_size()
+        self.refresh()
+
+    def _update_virtual_size(self) -> None:
+        self.virtual_size = Size(self._min_width(), self.row_count + HEADER_HEIGHT)
+
+    # -- scrolling and input -------------------------------------------------------
+
+    @property
+    def _page_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - HEADER_HEIGHT)
+
+    def _scroll_to_cursor(self) -> None:
+        row, top, page = self._cursor, self.scroll_offset.y, self._page_rows
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + page:
+            self.scroll_to(y=row - page + 1, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self._update_virtual_size()
+        self._scroll_to_cursor()
+
+    def notify_style_update(self) -> None:
+        """Styles (focus, theme) changed: every cached row is stale."""
+        super().notify_style_update()
+        self._row_cache.clear()
+        self._header_cache.clear()
+
+    def _keyboard(self, row: int) -> None:
+        self._hover = None  # like DataTable: the mouse highlight yields to the keys
+        self.move_cursor(row=row)
+
+    def action_cursor_up(self) -> None:
+        """Up one row."""
+        self._keyboard(self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        """Down one row."""
+        self._keyboard(self._cursor + 1)
+
+    def action_cursor_home(self) -> None:
+        """To the first row."""
+        self._keyboard(0)
+
+    def action_cursor_end(self) -> None:
+        """To the last row."""
+        self._keyboard(self.row_count - 1)
+
+    def action_page_up(self) -> None:
+        """Up one screenful."""
+        self._keyboard(self._cursor - self._page_rows)
+
+    def action_page_down(self) -> None:
+        """Down one screenful."""
+        self._keyboard(self._cursor + self._page_rows)
+
+    def action_select_cursor(self) -> None:
+        """Enter: on the seed divider, ask for the parent."""
+        if self.on_divider and self._divider is not None:
+            self.post_message(self.DividerChosen(self._divider))
+
+    def _row_at_mouse(self, event: events.MouseEvent) -> int | None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < HEADER_HEIGHT:
+            return None
+        row = self.scroll_offset.y + offset.y - HEADER_HEIGHT
+        return row if 0 <= row < self.row_count else None
+
+    def on_click(self, event: events.Click) -> None:
+        """A click selects the row under the mouse (like Enter)."""
+        row = self._row_at_mouse(event)
+        if row is None:
+            return
+        event.stop()
+        self.move_cursor(row=row)
+        self.action_select_cursor()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        row = self._row_at_mouse(event)
+        if row != self._hover:
+            self._hover = row
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.refresh()
+
+    # -- rendering -----------------------------------------------------------------
+
+    @staticmethod
+    def _min_width() -> int:
+        fixed = sum(width for key, _, width in COLUMNS if key != "user")
+        return fixed + USER_MIN + 2 * CELL_PADDING * len(COLUMNS)
+
+    def _widths(self, width: int) -> list[int]:
+        """Column widths: the user column takes whatever the others leave."""
+        fixed = sum(w + 2 * CELL_PADDING for key, _, w in COLUMNS if key != "user")
+        user = max(USER_MIN, width - fixed - 2 * CELL_PADDING)
+        return [user if key == "user" else w for key, _, w in COLUMNS]
+
+    def _strip(
+        self, cells: list[Text], width: int, style: Style, over: Style | None = None
+    ) -> Strip:
+        """One row of cells, padded and cut to their columns, over the row style.
+
+        `over` (the cursor) goes on top of the cells' own styles, as in a DataTable.
+        """
+        pad = " " * CELL_PADDING
+        text = Text(style=style, no_wrap=True, end="")
+        for cell, cell_width in zip(cells, self._widths(width), strict=True):
+            cell = cell.copy()
+            cell.truncate(cell_width, overflow="ellipsis")
+            cell.align(cell.justify if cell.justify in ("left", "right", "center") else "left",
+                       cell_width)  # fmt: skip
+            text.append(pad)
+            text.append_text(cell)
+            text.append(pad)
+        if over is not None:
+            text.stylize(over)
+        segments = list(text.render(self.app.console))
+        return Strip(segments).crop_extend(0, max(width, self._min_width()), style)
+
+    def _header_strip(self, width: int) -> Strip:
+        key = (width, self.has_focus)
+        strip = self._header_cache.get(key)
+        if strip is None:
+            style = self.rich_style + self.get_component_rich_style("turn-timeline--header")
+            cells = [Text(label, style="bold", end="") for _, label, _ in COLUMNS]
+            strip = self._strip(cells, width, style)
+            self._header_cache[key] = strip
+        return strip
+
+    def _row_strip(self, row: int, width: int) -> Strip:
+        index = self.turn_index_at(row)
+        shown: object = self._divider if index is None else self._turns[index]
+        cursor = row == self._cursor
+        key = (row, width, cursor, row == self._hover, self.has_focus)
+        cached = self._row_cache.get(key)
+        if cached is not None and cached[0] is shown:
+            return cached[1]
+        style, over = self.rich_style, None
+        if cursor:
+            over = self.get_component_rich_style("turn-timeline--cursor")
+            style += over
+        elif row == self._hover:
+            style += self.get_component_rich_style("turn-timeline--hover")
+        strip = self._strip(self.get_row_at(row), width, style, over)
+        self._row_cache[key] = (shown, strip)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` of the widget: the header, then the rows from the scroll position."""
+        width = self.scrollable_content_region.width
+        scroll_x, scroll_y = self.scroll_offset
+        if y < HEADER_HEIGHT:
+            strip = self._header_strip(width)
+        else:
+            row = scroll_y + y - HEADER_HEIGHT
+            if not 0 <= row < self.row_count:
+                return Strip.blank(width, self.rich_style)
+            strip = self._row_strip(row, width)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+
+    # -- cells ---------------------------------------------------------------------
+
+    def _divider_cells(self) -> list[Text]:
         divider = self._divider
         assert divider is not None
         text = Text("forked from ", style="bold cyan", no_wrap=True, end="")
         text.append_text(line(divider.parent_title, style="bold cyan", limit=40))
         text.append(f" at seq {divider.boundary} ", style="bold cyan")
-        cells = {key: Text("─" * width, style="cyan") for key, _, width in COLUMNS}
-        cells["turn"] = Text("⤴ ───", style="bold cyan")
+        cells = {key: Text("─" * width, style="cyan", end="") for key, _, width in COLUMNS}
+        cells["turn"] = Text("⤴ ───", style="bold cyan", end="")
         cells["user"] = text
-        self.add_row(*(cells[key] for key, _, _ in COLUMNS), key=DIVIDER_KEY)
-        self._keys.append(DIVIDER_KEY)
+        return [cells[key] for key, _, _ in COLUMNS]
 
     def _cells(self, turn: Turn) -> list[Text]:
         seed = self.is_seed(turn)
@@ -325,21 +568,12 @@ class TurnTimeline(DataTable[Text]):
         cells = {
             "turn": number,
             "reason": reason,
-            "steps": Text(str(turn.steps), style=base, justify="right"),
+            "steps": Text(str(turn.steps), style=base, justify="right", end=""),
             "tools": line(tools_summary(turn.tools), style=base),
-            "time": Text(format_time(turn.started, self.tz), style=base or "dim"),
+            "time": Text(format_time(turn.started, self.tz), style=base or "dim", end=""),
             "user": user,
         }
         return [cells[key] for key, _, _ in COLUMNS]
 
     def _announce(self, *, live: bool = False) -> None:
         self.post_message(self.TurnHighlighted(self, self.current_turn_index, live=live))
-
-    def _on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        self._announce()
-
-    def _on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        if event.row_key.value == DIVIDER_KEY and self._divider is not None:
-            self.post_message(self.DividerChosen(self._divider))

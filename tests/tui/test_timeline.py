@@ -1,0 +1,124 @@
+"""The timeline widget on its own: rows, keys, mouse, and the per-row render cache."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC
+from typing import Any
+
+from textual.app import App, ComposeResult
+from turnline.core.logfile import read_log
+from turnline.core.timeline import Timeline, build_timeline
+from turnline.tui.widgets import Divider, TurnTimeline
+
+from .conftest import Family
+
+SIZE = (100, 12)  # a 10-line timeline: header + 9 rows
+
+
+class Host(App[None]):
+    """Just the timeline, recording what it says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield TurnTimeline(tz=UTC, id="timeline")
+
+    def on_turn_timeline_turn_highlighted(self, message: TurnTimeline.TurnHighlighted) -> None:
+        self.said.append(("turn", message.turn_index, message.live))
+
+    def on_turn_timeline_divider_chosen(self, message: TurnTimeline.DividerChosen) -> None:
+        self.said.append(("divider", message.divider.parent_id))
+
+
+def timeline_of(family: Family, name: str = "parent") -> Timeline:
+    log = read_log(getattr(family, name))
+    seed = log.header.seed_length if log.header is not None else None
+    return build_timeline(log.events, seed or 0)
+
+
+def many(base: Timeline, count: int) -> Timeline:
+    """`count` turns, cycling the base's (each a distinct object, as a real log gives)."""
+    turns = tuple(dataclasses.replace(base.turns[i % len(base.turns)]) for i in range(count))
+    return dataclasses.replace(base, turns=turns)
+
+
+def screen_text(app: Host) -> list[str]:
+    timeline = app.query_one(TurnTimeline)
+    return [timeline.render_line(y).text for y in range(timeline.size.height)]
+
+
+async def test_header_rows_and_keys(family: Family) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.show(many(timeline_of(family), 30), None, cursor_turn=0)
+        await pilot.pause()
+        lines = screen_text(app)
+        assert lines[0].split() == ["turn", "reason", "steps", "tools", "time", "user"]
+        assert lines[1].lstrip().startswith("▶ 1") and "completed" in lines[1]
+        # The user column runs to the right edge: the row is as wide as the widget.
+        assert len(lines[1]) == timeline.scrollable_content_region.width
+        await pilot.press("j", "j", "k")
+        assert timeline.cursor_row == 1
+        await pilot.press("end")
+        assert timeline.cursor_row == 29
+        # The last row is on screen, under the header that stays on top.
+        assert screen_text(app)[0].split()[0] == "turn"
+        assert timeline.scroll_offset.y == 30 + 1 - timeline.size.height
+        await pilot.press("home", "pagedown")
+        assert timeline.cursor_row == timeline.size.height - 1
+        await pilot.press("pageup", "up")
+        assert timeline.cursor_row == 0
+        assert ("turn", 1, False) in app.said and ("turn", 29, False) in app.said
+
+
+async def test_click_selects_and_divider_chooses_the_parent(family: Family) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        divider = Divider("the parent", "aaaa1111-parent", 9)
+        timeline.show(timeline_of(family, "child"), divider, cursor_turn=0)
+        await pilot.pause()
+        assert timeline.row_count == 4 and timeline.turn_index_at(2) is None
+        lines = screen_text(app)
+        assert "forked from the parent at seq 9" in lines[3]
+        await pilot.click(TurnTimeline, offset=(10, 2))  # header is line 0: row 1
+        assert timeline.cursor_row == 1 and timeline.current_turn_index == 1
+        assert not any(said[0] == "divider" for said in app.said)
+        await pilot.click(TurnTimeline, offset=(10, 3))
+        await pilot.pause()
+        assert timeline.on_divider
+        assert ("divider", "aaaa1111-parent") in app.said
+
+
+async def test_grow_renders_only_new_and_changed_rows(family: Family) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        full = timeline_of(family, "live")  # turn 1 closed, turn 2 open
+        assert full.turns[1].is_open
+        timeline.show(dataclasses.replace(full, turns=full.turns[:1]), None, cursor_turn=None)
+        await pilot.pause()
+        width = timeline.scrollable_content_region.width
+        first = timeline._row_strip(0, width)
+        assert timeline._row_strip(0, width) is first  # a cache hit
+        timeline.grow(full)
+        await pilot.pause()
+        # The cursor followed the end; row 0 lost the cursor, so it was drawn again.
+        assert timeline.cursor_row == 1 and ("turn", 1, True) in app.said
+        unfocused = timeline._row_strip(0, width)
+        assert unfocused is not first
+        open_row = timeline._row_strip(1, width)
+        assert "●" in open_row.text
+        # The open turn closes: a new object at the same index, so its row is redrawn;
+        # the unchanged closed turn keeps its cached strip.
+        closed = dataclasses.replace(full.turns[1], end_seq=99, reason="completed")
+        timeline.grow(dataclasses.replace(full, turns=(full.turns[0], closed)))
+        await pilot.pause()
+        assert timeline._row_strip(0, width) is unfocused
+        redrawn = timeline._row_strip(1, width)
+        assert redrawn is not open_row and "▶" in redrawn.text and "●" not in redrawn.text
