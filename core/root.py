@@ -12,7 +12,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -326,6 +326,17 @@ class SessionRoot:
             self.scan()
         with self._lock:
             return list(self._summaries.values())
+
+    def adopt_summaries(self, summaries: Iterable[SessionSummary]) -> None:
+        """Take summaries another scan made as this root's own (no rescan).
+
+        A second root over the same folder (the TUI gives its watcher one) starts
+        from the first root's scan instead of reading every log again.
+        """
+        with self._lock:
+            self._summaries = {s.path: s for s in summaries}
+            self._scanned = True
+            self._changed()
 
     def update(self, summary: SessionSummary) -> None:
         """Replace or add one summary (after a watcher change)."""

@@ -226,8 +226,7 @@ class TurnlineApp(App[int]):
             # The watcher keeps its own root current; ours is updated from its changes
             # under the lock, so loads and forks never see a half-applied batch.
             shadow = SessionRoot(root.single or root.path)
-            for summary in root.summaries():
-                shadow.update(summary)
+            shadow.adopt_summaries(root.summaries())
         watcher = RootWatcher(shadow, poll=self.poll)
         for batch in watcher.watch(self._stop):
             if not batch:

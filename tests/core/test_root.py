@@ -178,3 +178,18 @@ def test_boundary_error_matches_fork(tmp_path: Path) -> None:
     assert loaded.boundary_error(4) is not None
     assert loaded.events_between(4, None) == list(loaded.events[4:])
     assert [e.seq for e in loaded.events_between(1, 2)] == [1, 2]
+
+
+def test_adopted_summaries_are_not_rescanned(tmp_path: Path) -> None:
+    """A second root seeded from a first one's scan does not read the folder again."""
+    header = SessionHeader(id="one", created_at=1, cwd="/w")
+    write_log(tmp_path, header, as_events(turn_records(0, 1)))
+    first = SessionRoot(tmp_path)
+    summaries = first.scan()
+    # A log that appears after the scan: a rescan would list it.
+    write_log(tmp_path, SessionHeader(id="two", created_at=2, cwd="/w"), [])
+    shadow = SessionRoot(tmp_path)
+    shadow.adopt_summaries(summaries)
+    assert [s.id for s in shadow.summaries()] == ["one"]
+    assert [n.summary.id for n in shadow.lineage().roots] == ["one"]
+    assert sorted(s.id for s in SessionRoot(tmp_path).summaries()) == ["one", "two"]
