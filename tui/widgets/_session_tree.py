@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -19,6 +19,19 @@ from ..messages import RootSnapshot
 
 NO_CWD = "(no cwd)"
 TITLE_WIDTH = 34
+MIN_TITLE_WIDTH = 12
+
+
+def _depth(node: TreeNode[Any]) -> int:
+    """How many ancestors a node has below the tree's hidden root (project nodes: 0)."""
+    depth = -1
+    parent = node.parent
+    while parent is not None:
+        depth += 1
+        parent = parent.parent
+    return depth
+
+
 #: A root showing more sessions than this starts with its projects folded, and a
 #: project's nodes are made only when it is unfolded (or a session in it is selected):
 #: ten thousand Textual nodes with their labels cost seconds, forty cost nothing.
@@ -48,26 +61,44 @@ def short_id(session_id: str) -> str:
 
 
 def session_label(
-    summary: SessionSummary, problems: int, *, width: int = TITLE_WIDTH, filtered: bool = False
+    summary: SessionSummary,
+    problems: int,
+    *,
+    width: int = TITLE_WIDTH,
+    room: int | None = None,
+    filtered: bool = False,
 ) -> Text:
     """The label of a session node: markers first (so a narrow pane never hides them),
-    then the title, short id and turn count."""
-    label = Text(no_wrap=True, end="")
+    then the title, short id and turn count.
+
+    Args:
+        width: The most columns the title may take.
+        room: Columns the whole label may take (the pane less its guides): the title
+            is cut further so that the short id and turn count stay in view.
+    """
+    markers = Text(no_wrap=True, end="")
     if summary.open_turn:
-        label.append("● ", style="bold green")
+        markers.append("● ", style="bold green")
     if problems:
-        label.append(f"⚠{problems} ", style="bold yellow")
+        markers.append(f"⚠{problems} ", style="bold yellow")
     if summary.origin == "subagent":
-        label.append("⚙ ", style="magenta")
+        markers.append("⚙ ", style="magenta")
     elif summary.parent_session is not None and summary.seed_length is not None:
-        label.append("↳ ", style="cyan")
+        markers.append("↳ ", style="cyan")
+    suffix = Text(no_wrap=True, end="")
+    if summary.title:
+        suffix.append(" ")
+        suffix.append_text(line(short_id(summary.id), style="dim"))
+    suffix.append(f" {summary.turns}t", style="dim")
+    if room is not None:
+        width = min(width, room - markers.cell_len - suffix.cell_len)
+    width = max(MIN_TITLE_WIDTH, width)
+    label = markers
     if summary.title:
         label.append_text(line(summary.title, limit=width))
-        label.append(" ")
-        label.append_text(line(short_id(summary.id), style="dim"))
     else:
         label.append_text(line(summary.id, style="italic", limit=width))
-    label.append(f" {summary.turns}t", style="dim")
+    label.append_text(suffix)
     if filtered:
         label.stylize("bold")
     return label
@@ -146,6 +177,11 @@ class SessionTree(Tree[TreeEntry]):
             # A rebuild only restores the cursor; it is not the user choosing a session.
             self.select_path(keep, announce=select is not None)
 
+    def on_resize(self) -> None:
+        """Titles are cut to the pane's width: cut them again when it changes."""
+        if self._snapshot is not None:
+            self.relabel(self._snapshot, list(self._session_nodes))
+
     def relabel(self, snapshot: RootSnapshot, paths: list[Path]) -> None:
         """Refresh the labels of some sessions (counts, live marker) in place."""
         self._snapshot = snapshot
@@ -153,7 +189,7 @@ class SessionTree(Tree[TreeEntry]):
             node = self._session_nodes.get(path)
             summary = snapshot.summaries.get(path)
             if node is not None and summary is not None:
-                node.set_label(self._label(summary))
+                node.set_label(self._label(summary, _depth(node) - 1))
 
     def set_filter(self, text: str) -> None:
         """Show only sessions whose title, id or cwd contains `text` (and their kin)."""
@@ -209,10 +245,15 @@ class SessionTree(Tree[TreeEntry]):
 
     # -- building ------------------------------------------------------------------
 
-    def _label(self, summary: SessionSummary) -> Text:
+    def _label(self, summary: SessionSummary, depth: int) -> Text:
+        """A session's label; deeper nodes get shorter titles so that the short id and
+        turn count stay in view however deep the lineage goes."""
         snapshot = self._snapshot
         problems = len(snapshot.problems_of(summary.path)) if snapshot else 0
-        return session_label(summary, problems, filtered=bool(self._filter))
+        pane = self.scrollable_content_region.width
+        # less the fold toggle ("▼ ") that a node with children shows, and a spare column
+        room = pane - self.guide_depth * (depth + 1) - 3 if pane else None
+        return session_label(summary, problems, room=room, filtered=bool(self._filter))
 
     def _remember_folds(self) -> None:
         stack = list(self.root.children)
@@ -339,11 +380,12 @@ class SessionTree(Tree[TreeEntry]):
             summary = lineage_node.summary
             entry = TreeEntry("session", str(summary.path), summary.path)
             kids = [c for c in lineage_node.children if self._visible(c, cache)]
+            label = self._label(summary, _depth(under))
             if kids:
                 expand = self._folds.get(f"session:{summary.path}", True)
-                node = under.add(self._label(summary), data=entry, expand=expand)
+                node = under.add(label, data=entry, expand=expand)
             else:
-                node = under.add_leaf(self._label(summary), data=entry)
+                node = under.add_leaf(label, data=entry)
             self._session_nodes[summary.path] = node
             stack.extend((node, kid) for kid in reversed(kids))
 
