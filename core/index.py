@@ -49,7 +49,16 @@ import orjson
 import zstandard
 
 from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
-from .logfile import Encoding, encoding_of, read_log
+from .logfile import (
+    Encoding,
+    bad_record_problem,
+    encoding_of,
+    read_log,
+    seq_break_problem,
+    torn_frame_message,
+    torn_line_message,
+    turn_end_problem,
+)
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .summary import SessionSummary, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
@@ -200,14 +209,7 @@ class _Indexer:
         self.seq_problems += 1
         if self.seq_problems > MAX_SEQ_PROBLEMS:
             return
-        after = -1 if prev is None else prev
-        if prev is None:
-            message = f"the first event has seq {seq}, not 0"
-        elif seq <= after:
-            message = f"seq {seq} follows seq {after}: a duplicate or a step back"
-        else:
-            message = f"seq jumps from {after} to {seq} ({seq - after - 1} missing)"
-        self.problems.append(LogProblem(ProblemKind.SEQ_GAP, message, seq=seq, line=line))
+        self.problems.append(seq_break_problem(prev, seq, line))
 
     def _check_events(self, events: list[SessionEvent], line: int) -> None:
         for event in events:
@@ -216,20 +218,9 @@ class _Indexer:
                 self._check_turn_end(event, line)
 
     def _check_turn_end(self, event: SessionEvent, line: int) -> None:
-        data = event.data
-        reason = data.get("reason") if isinstance(data, dict) else None
-        if not isinstance(reason, dict) or not isinstance(reason.get("kind"), str):
-            shown = orjson.dumps(data).decode("utf-8", "replace")
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            self.problems.append(
-                LogProblem(
-                    ProblemKind.ODD_EVENT,
-                    f"turn/end at seq {event.seq} has no reason kind (data: {shown})",
-                    seq=event.seq,
-                    line=line,
-                )
-            )
+        problem = turn_end_problem(event, line)
+        if problem is not None:
+            self.problems.append(problem)
 
     # -- one line, fully decoded (structural, packed or suspicious) -------------------
 
@@ -432,24 +423,19 @@ class _Indexer:
         self.stopped = True
         self.line = line_no
         seq = self.last_seq + 1 if self.last_seq is not None else 0
-        if stop.torn_possible and not rest_has_turn_end:
-            self.tail_problem = LogProblem(
-                ProblemKind.TORN_TAIL,
-                f"{stop.message}; no completed turn follows it, so it is an unfinished write "
-                "and is ignored",
-                seq=seq,
-                line=line_no,
-            )
+        problem = bad_record_problem(
+            stop.message,
+            stop.kind,
+            torn_possible=stop.torn_possible,
+            turn_end_follows=rest_has_turn_end,
+            next_seq=seq,
+            line=line_no,
+        )
+        if problem.kind is ProblemKind.TORN_TAIL:
+            self.tail_problem = problem
             return
         self.problems = [p for p in self.problems if p.kind is not stop.kind or p.line != line_no]
-        self.problems.append(
-            LogProblem(
-                stop.kind,
-                f"{stop.message}; the log is unreadable past seq {seq - 1}",
-                seq=seq,
-                line=line_no,
-            )
-        )
+        self.problems.append(problem)
 
     def set_tail(self, message: str | None) -> None:
         if message is None:
@@ -533,9 +519,7 @@ def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
         return
     if nl < 0:
         # Only a header line in progress: LogReader keeps it as a torn tail.
-        ix.set_tail(
-            f"the last line ({len(first)} bytes) has no newline yet: an unfinished write, ignored"
-        )
+        ix.set_tail(torn_line_message(len(first)))
         return
     if not ix.take_header(first[:nl]):
         return
@@ -553,10 +537,7 @@ def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
                 chunk = _read_line(fd, pos, size)
                 end = chunk.rfind(b"\n") + 1
             if end == 0:
-                ix.set_tail(
-                    f"the last line ({len(chunk)} bytes) has no newline yet: "
-                    "an unfinished write, ignored"
-                )
+                ix.set_tail(torn_line_message(len(chunk)))
                 return
         block = chunk[:end]
         halt = ix.consume(block, pos, None)
@@ -571,9 +552,7 @@ def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
         pos += end
     ix.set_tail(None)
     if pos < size:
-        ix.set_tail(
-            f"the last line ({size - pos} bytes) has no newline yet: an unfinished write, ignored"
-        )
+        ix.set_tail(torn_line_message(size - pos))
 
 
 def _read_line(fd: int, pos: int, size: int) -> bytes:
@@ -674,10 +653,7 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
             if not flush():
                 return
             if got is None:
-                ix.set_tail(
-                    f"the last zstd frame ({size - pos} bytes) is incomplete: "
-                    "an unfinished write, ignored"
-                )
+                ix.set_tail(torn_frame_message(size - pos))
             elif isinstance(got, str):
                 corrupt(f"zstd frame {ix.line + 1} does not decode ({got})")
             else:

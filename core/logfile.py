@@ -43,6 +43,73 @@ def encoding_of(path: Path) -> Encoding | None:
     return None
 
 
+# -- the problem rules, shared by this reader, the big-log index and the listing ---------
+
+
+def torn_line_message(nbytes: int) -> str:
+    """The torn-tail message for a last line without its newline."""
+    return f"the last line ({nbytes} bytes) has no newline yet: an unfinished write, ignored"
+
+
+def torn_frame_message(nbytes: int) -> str:
+    """The torn-tail message for an incomplete last zstd frame."""
+    return f"the last zstd frame ({nbytes} bytes) is incomplete: an unfinished write, ignored"
+
+
+def seq_break_problem(prev: int | None, seq: int, line: int | None) -> LogProblem:
+    """The problem for an event whose seq does not follow `prev` (None: first event)."""
+    if prev is None:
+        message = f"the first event has seq {seq}, not 0"
+    elif seq <= prev:
+        message = f"seq {seq} follows seq {prev}: a duplicate or a step back"
+    else:
+        message = f"seq jumps from {prev} to {seq} ({seq - prev - 1} missing)"
+    return LogProblem(ProblemKind.SEQ_GAP, message, seq=seq, line=line)
+
+
+def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None:
+    """The problem for a `turn/end` without a reason kind, or None if it has one."""
+    data = event.data
+    reason = data.get("reason") if isinstance(data, dict) else None
+    if isinstance(reason, dict) and isinstance(reason.get("kind"), str):
+        return None
+    shown = orjson.dumps(data).decode("utf-8", "replace")
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return LogProblem(
+        ProblemKind.ODD_EVENT,
+        f"turn/end at seq {event.seq} has no reason kind (data: {shown})",
+        seq=event.seq,
+        line=line,
+    )
+
+
+def bad_record_problem(
+    message: str,
+    kind: ProblemKind,
+    *,
+    torn_possible: bool,
+    turn_end_follows: bool,
+    next_seq: int,
+    line: int,
+) -> LogProblem:
+    """Class a record that does not decode: a torn tail or corruption (format doc).
+
+    A bad record with no completed turn after it is an unfinished write and is
+    ignored; one before a later `turn/end` makes the log unreadable past it.
+    """
+    if torn_possible and not turn_end_follows:
+        return LogProblem(
+            ProblemKind.TORN_TAIL,
+            f"{message}; no completed turn follows it, so it is an unfinished write and is ignored",
+            seq=next_seq,
+            line=line,
+        )
+    return LogProblem(
+        kind, f"{message}; the log is unreadable past seq {next_seq - 1}", seq=next_seq, line=line
+    )
+
+
 @dataclass(slots=True)
 class ReadBatch:
     """What one `LogReader.read()` call found.
@@ -215,11 +282,7 @@ class LogReader:
             self._stuck = True
             self.tail_problem = None
             return
-        self._set_tail(
-            f"the last line ({len(tail)} bytes) has no newline yet: an unfinished write, ignored"
-            if tail
-            else None
-        )
+        self._set_tail(torn_line_message(len(tail)) if tail else None)
 
     # -- zstd ------------------------------------------------------------------------
 
@@ -239,10 +302,7 @@ class LogReader:
                 )
                 return
             if not dobj.eof:
-                self._set_tail(
-                    f"the last zstd frame ({len(chunk) - pos} bytes) is incomplete: "
-                    "an unfinished write, ignored"
-                )
+                self._set_tail(torn_frame_message(len(chunk) - pos))
                 return
             size = len(chunk) - pos - len(dobj.unused_data)
             lines = content.split(b"\n")
@@ -327,31 +387,12 @@ class LogReader:
         self._seq_problems += 1
         if self._seq_problems > MAX_SEQ_PROBLEMS:
             return
-        after = -1 if prev is None else prev
-        if prev is None:
-            message = f"the first event has seq {event.seq}, not 0"
-        elif event.seq <= after:
-            message = f"seq {event.seq} follows seq {after}: a duplicate or a step back"
-        else:
-            missing = event.seq - after - 1
-            message = f"seq jumps from {after} to {event.seq} ({missing} missing)"
-        self._add(LogProblem(ProblemKind.SEQ_GAP, message, seq=event.seq, line=self._line))
+        self._add(seq_break_problem(prev, event.seq, self._line))
 
     def _check_turn_end(self, event: SessionEvent) -> None:
-        data = event.data
-        reason = data.get("reason") if isinstance(data, dict) else None
-        if not isinstance(reason, dict) or not isinstance(reason.get("kind"), str):
-            shown = orjson.dumps(data).decode("utf-8", "replace")
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            self._add(
-                LogProblem(
-                    ProblemKind.ODD_EVENT,
-                    f"turn/end at seq {event.seq} has no reason kind (data: {shown})",
-                    seq=event.seq,
-                    line=self._line,
-                )
-            )
+        problem = turn_end_problem(event, self._line)
+        if problem is not None:
+            self._add(problem)
 
     def _stop_pending(self, rest: bytes) -> None:
         """Act on the stop `_consume_line` asked for; `rest` is what follows the line."""
@@ -376,25 +417,19 @@ class LogReader:
         seq = self.last_seq + 1 if self.last_seq is not None else 0
         self.problems = [p for p in self.problems if p.kind is not ProblemKind.TORN_TAIL]
         self.tail_problem = None
-        if torn_possible and _TURN_END_MARK not in rest:
-            # Nothing completed after it: an unfinished write, not corruption (format doc).
-            self.tail_problem = LogProblem(
-                ProblemKind.TORN_TAIL,
-                f"{message}; no completed turn follows it, so it is an unfinished write "
-                "and is ignored",
-                seq=seq,
-                line=self._line,
-            )
+        problem = bad_record_problem(
+            message,
+            kind,
+            torn_possible=torn_possible,
+            turn_end_follows=_TURN_END_MARK in rest,
+            next_seq=seq,
+            line=self._line,
+        )
+        if problem.kind is ProblemKind.TORN_TAIL:
+            self.tail_problem = problem
             return
         self.problems = [p for p in self.problems if p.kind is not kind or p.line != self._line]
-        self._add(
-            LogProblem(
-                kind,
-                f"{message}; the log is unreadable past seq {seq - 1}",
-                seq=seq,
-                line=self._line,
-            )
-        )
+        self._add(problem)
 
     def _reclassify_stuck(self, fh: object) -> None:
         if self.header is None or not hasattr(self, "_stuck_message"):

@@ -21,7 +21,14 @@ import orjson
 import zstandard
 
 from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
-from .logfile import Encoding, LogContents, encoding_of, read_log
+from .logfile import (
+    Encoding,
+    LogContents,
+    encoding_of,
+    read_log,
+    torn_frame_message,
+    torn_line_message,
+)
 from .model import LogProblem, ProblemKind, SessionHeader
 from .timeline import build_timeline, message_text
 
@@ -158,8 +165,7 @@ def _decode_zstd(raw: bytes) -> tuple[bytes, list[LogProblem], bool, int]:
         if not dobj.eof:
             problem = LogProblem(
                 ProblemKind.TORN_TAIL,
-                f"the last zstd frame ({len(raw) - pos} bytes) is incomplete: an unfinished "
-                "write, ignored",
+                torn_frame_message(len(raw) - pos),
             )
             return b"".join(out), [problem], True, pos
         out.append(content)
@@ -268,8 +274,7 @@ def _scan(
             problems = [
                 LogProblem(
                     ProblemKind.TORN_TAIL,
-                    f"the last line ({len(buf) - end} bytes) has no newline yet: "
-                    "an unfinished write, ignored",
+                    torn_line_message(len(buf) - end),
                 )
             ]
     first_nl = buf.find(b"\n")
