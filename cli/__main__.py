@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from .main import console
 
-from .main import main
-
-sys.exit(main())
+console()

@@ -455,6 +455,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+def console() -> NoReturn:
+    """The `turnline` console script: `main`, then exit.
+
+    A headless command leaves through `os._exit` once its output is flushed: the
+    interpreter's teardown would otherwise free the ten thousand summaries of a wide
+    root object by object, a tenth of an `ls`, for nothing.
+    """
+    status = main()
+    args = sys.argv[1:]
+    command = _with_command(list(args))[0] if args else None
+    if command in HEADLESS:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            status = status or 1
+        except (OSError, ValueError):
+            status = status or 1
+        os._exit(status)
+    sys.exit(status)
+
+
 def _silence_stdout() -> None:
     """After the reader of our stdout went away (`| head`), point stdout at /dev/null so
     the interpreter's final flush does not print a second BrokenPipeError."""

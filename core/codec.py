@@ -29,6 +29,7 @@ PACKED_TAGS: Final[dict[str, tuple[str, str]]] = {
 }
 _PACKABLE: Final = {kind: tag for tag, (kind, _) in PACKED_TAGS.items()}
 _EVENT_KEYS: Final = frozenset(("type", "seq", "time", "data"))
+_NUMBER_TYPES: Final = frozenset((int, float))
 MIN_PACKED_RUN: Final = 3
 
 
@@ -58,6 +59,34 @@ def _plain_header(obj: dict[str, Any]) -> bool:
         if value is not None and type(value) is not str:
             return False
     return True
+
+
+def plain_header_values(obj: Any) -> tuple[Any, ...] | None:
+    """The `SessionHeader` fields, in order, of a header `parse_header` would take with
+    no problem and no field dropped; None for any other record (then ask
+    `parse_header`). A listing builds no header object for the common case."""
+    if (
+        type(obj) is not dict
+        or obj.get("type") != "session"
+        or type(obj.get("id")) is not str
+        or obj.get("version", True) != FORMAT_VERSION
+        or type(obj["version"]) is not int
+        or not _plain_header(obj)
+    ):
+        return None
+    get = obj.get
+    return (
+        obj["id"],
+        get("createdAt") or 0,
+        obj["version"],
+        get("cwd"),
+        get("parentSession"),
+        get("seedLength"),
+        get("origin"),
+        get("delegationDepth"),
+        get("agentPreset"),
+        {},
+    )
 
 
 def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
@@ -200,6 +229,43 @@ def _expand_packed(tag: str, packed: tuple[str, str], obj: dict[str, Any]) -> li
             chunk["text"] = member
         events.append(SessionEvent("assistant/chunk", seq0 + k, time, {**base, "chunk": chunk}))
     return events
+
+
+def packed_count(obj: Any) -> int | None:
+    """Members of a well-formed packed row (as `expand_record` would give), else None.
+
+    The cheap check a scanner uses instead of expanding the row into events.
+    """
+    if not isinstance(obj, dict):
+        return None
+    data = obj.get("data")
+    seq0 = obj.get("seq0")
+    if type(seq0) is not int or not isinstance(data, dict):
+        return None
+    members = data.get(PACKED_TAGS[obj["type"]][1])
+    dt = data.get("dt")
+    if type(members) is not list or type(dt) is not list or not members:
+        return None
+    if len(dt) != len(members) - 1:
+        return None
+    if not _NUMBER_TYPES.issuperset(map(type, dt)):
+        return None
+    return len(members)
+
+
+def record_seqs(obj: Any) -> tuple[int, int] | None:
+    """First and last seq of the events a decoded record holds, or None if
+    `expand_record` would refuse it (without building the events)."""
+    if type(obj) is not dict:
+        return None
+    rtype = obj.get("type")
+    if type(rtype) is not str:
+        return None
+    if rtype in PACKED_TAGS and "seq0" in obj:
+        n = packed_count(obj)
+        return None if n is None else (obj["seq0"], obj["seq0"] + n - 1)
+    seq = obj.get("seq")
+    return (seq, seq) if type(seq) is int else None
 
 
 def _packing_key(event: SessionEvent) -> tuple[Any, ...] | None:

@@ -43,12 +43,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, overload
+from typing import Final, overload
 
 import orjson
 import zstandard
 
-from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
+from .codec import PACKED_TAGS, RecordError, expand_record, packed_count, parse_header
 from .logfile import (
     Encoding,
     bad_record_problem,
@@ -83,7 +83,6 @@ _STRUCTURAL: Final = frozenset(t.encode() for t in TIMELINE_TYPES)
 _PACKED: Final = frozenset(t.encode() for t in PACKED_TAGS)
 _SPECIAL: Final = _STRUCTURAL | _PACKED
 _TURN_TYPES: Final = frozenset((b"turn/start", b"turn/end"))
-_NUMBER_TYPES: Final = frozenset((int, float))
 
 
 def worth_indexing(path: Path) -> bool:
@@ -364,7 +363,7 @@ class _Indexer:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
-        n = _packed_count(obj)
+        n = packed_count(obj)
         if n is None:
             try:
                 events = expand_record(obj)
@@ -465,25 +464,6 @@ class _Indexer:
         else:
             self.builder = TimelineBuilder(header.seed_length or 0)
         return header is not None
-
-
-def _packed_count(obj: Any) -> int | None:
-    """Members of a well-formed packed row (as `expand_record` would give), else None."""
-    if not isinstance(obj, dict):
-        return None
-    data = obj.get("data")
-    seq0 = obj.get("seq0")
-    if type(seq0) is not int or not isinstance(data, dict):
-        return None
-    members = data.get(PACKED_TAGS[obj["type"]][1])
-    dt = data.get("dt")
-    if type(members) is not list or type(dt) is not list or not members:
-        return None
-    if len(dt) != len(members) - 1:
-        return None
-    if not _NUMBER_TYPES.issuperset(map(type, dt)):
-        return None
-    return len(members)
 
 
 # -- reading the file ----------------------------------------------------------------

@@ -7,6 +7,7 @@ A root is any directory (or one log file). Sessions are found in the dsh layout
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import stat
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Literal, cast
 
 import orjson
 
@@ -40,12 +41,14 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
+from .parallel import MIN_SHARE, split_map, usable_cores
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
 from .summary import (
     SessionSummary,
     from_contents,
     summarize,
     summarize_small,
+    summary_state,
     title_between,
 )
 from .timeline import Timeline, TimelineBuilder, build_timeline
@@ -130,13 +133,45 @@ def discover(
     Follows directory symlinks once (a loop is skipped), never raises: a folder that
     vanishes or cannot be listed is reported to `on_error` and passed over.
     """
-    seen: set[tuple[int, int]] = set()
     root = Path(root)
-    # (folder, its name, its parent's name): names as `Path.name` gives them, kept
-    # as strings so ten thousand session folders cost no Path arithmetic.
-    stack: list[tuple[str, str, str]] = [(str(root), root.name, root.parent.name)]
+    for item in _walk([(str(root), root.name, root.parent.name, 0)], set()):
+        if item[0] == "log":
+            yield Path(item[1]), item[2]
+        elif item[0] == "error" and on_error is not None:
+            on_error(Path(item[1]), item[2])
+
+
+#: A folder to walk: (path, its name, its parent's name, depth below the root).
+#: Names are kept as strings so ten thousand session folders cost no Path arithmetic.
+_Folder = tuple[str, str, str, int]
+#: What `_walk` yields, in discovery order: ("log", path, layout id),
+#: ("error", folder, OSError), or with a cutoff ("folder", path, name, parent name).
+_Found = (
+    tuple[Literal["log"], str, str | None]
+    | tuple[Literal["error"], str, OSError]
+    | tuple[Literal["folder"], str, str, str]
+)
+
+
+def _walk(
+    stack: list[_Folder],
+    seen: set[tuple[int, int]],
+    *,
+    cutoff: int | None = None,
+    walked: list[tuple[int, int]] | None = None,
+) -> Iterator[_Found]:
+    """Depth-first, sorted walk of folders (the one order `discover` gives).
+
+    A folder at depth `cutoff` is yielded unwalked instead, in the place its logs
+    would have had. `walked` collects the (device, inode) of every folder walked, and
+    a directory symlink adds (-1, -1), so a caller can tell whether separate walks
+    could have met the same folder.
+    """
     while stack:
-        folder, folder_name, parent_name = stack.pop()
+        folder, folder_name, parent_name, depth = stack.pop()
+        if depth == cutoff:
+            yield ("folder", folder, folder_name, parent_name)
+            continue
         try:
             st = os.stat(folder)
             key = (st.st_dev, st.st_ino)
@@ -148,25 +183,31 @@ def discover(
             if len(entries) > 1:  # a session folder holds one entry: skip the key calls
                 entries.sort(key=_entry_name)
         except OSError as exc:
-            if on_error is not None:
-                on_error(Path(folder), exc)
+            yield ("error", folder, exc)
             continue
-        subdirs: list[tuple[str, str, str]] = []
+        if walked is not None:
+            walked.append(key)
+        subdirs: list[_Folder] = []
         for entry in entries:
             name = entry.name
             try:
                 if entry.is_dir():
                     if name not in SKIP_DIRS:
-                        subdirs.append((entry.path, name, folder_name))
+                        subdirs.append((entry.path, name, folder_name, depth + 1))
+                        if walked is not None and entry.is_symlink():
+                            walked.append((-1, -1))
                     continue
                 if not is_log_name(name) or not entry.is_file():
                     continue
             except OSError:
                 continue
-            path = Path(entry.path)
             layout_id = _layout_id(name, folder_name, parent_name)
-            if layout_id is not None or name.startswith("session") or has_session_header(path):
-                yield path, layout_id
+            if (
+                layout_id is not None
+                or name.startswith("session")
+                or has_session_header(Path(entry.path))
+            ):
+                yield ("log", entry.path, layout_id)
         stack.extend(reversed(subdirs))
 
 
@@ -298,13 +339,62 @@ class SessionRoot:
         )
 
     def scan(self) -> list[SessionSummary]:
-        """Discover and summarize every log (header + byte scan, no full parse)."""
-        summaries = [self._summarize(path, sid) for path, sid in self.log_paths()]
+        """Discover and summarize every log (header + byte scan, no full parse).
+
+        A big root is walked and summarized on all cores (see `_scan_parallel`).
+        Logs big enough to index are indexed here afterwards, so their index is
+        kept for a `load` that follows.
+        """
+        found = self._scan_parallel() if self.single is None else None
+        if found is None:
+            found = [(path, sid, None) for path, sid in self.log_paths()]
+        summaries = [
+            summary if summary is not None else self._summarize(path, sid)
+            for path, sid, summary in found
+        ]
         with self._lock:
             self._summaries = {s.path: s for s in summaries}
             self._scanned = True
             self._changed()
         return summaries
+
+    def _scan_parallel(self) -> list[tuple[Path, str | None, SessionSummary | None]] | None:
+        """`log_paths` with each small log's summary, walked on all cores; None when
+        the root is too small to gain from it or the walks could have overlapped.
+
+        The root's top two levels are walked here; each folder below (a session
+        folder in dsh's layout) becomes one unit that `parallel.split_map` hands
+        to a process, which walks and summarizes it. Units keep discovery order, so
+        the result is the serial one. If any walk met a directory symlink, or two
+        walks met the same folder, the serial walk runs instead (it skips a folder
+        seen twice; separate walks cannot).
+        """
+        seen: set[tuple[int, int]] = set()
+        walked: list[tuple[int, int]] = []
+        root = self.path
+        units = list(
+            _walk([(str(root), root.name, root.parent.name, 0)], seen, cutoff=2, walked=walked)
+        )
+        if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
+            return None
+        results = split_map(
+            functools.partial(_scan_unit, frozenset(seen)), units, pack=_same, unpack=_same_unit
+        )
+        keys = set(walked)
+        found: list[tuple[Path, str | None, SessionSummary | None]] = []
+        problems: list[tuple[Path, str]] = []
+        for logs, errors, unit_walked in results:
+            if (-1, -1) in unit_walked or not keys.isdisjoint(unit_walked):
+                return None
+            keys.update(unit_walked)
+            for folder, why in errors:
+                problems.append((Path(folder), why))
+            for path_str, sid, state in logs:
+                path = Path(path_str)
+                summary = None if state is None else SessionSummary.from_state(path, state)
+                found.append((path, sid, summary))
+        self.scan_problems = problems
+        return found
 
     def _changed(self) -> None:
         self._generation += 1
@@ -687,6 +777,42 @@ def _read_with_offsets(reader: LogReader, offsets: dict[int, int]) -> list[Sessi
             offsets[seq] = end
         pos = data.find(mark, end - 1)
     return events
+
+
+#: One unit's result: its logs as (path, layout id, summary state or None when the
+#: log is big enough to index), folder errors as (folder, reason), folders walked.
+_UnitResult = tuple[
+    list[tuple[str, str | None, tuple[Any, ...] | None]],
+    list[tuple[str, str]],
+    list[tuple[int, int]],
+]
+
+
+def _scan_unit(seen: frozenset[tuple[int, int]], unit: _Found) -> _UnitResult:
+    """Walk and summarize one unit of `SessionRoot._scan_parallel` (in any process)."""
+    logs: list[tuple[str, str | None, tuple[Any, ...] | None]] = []
+    errors: list[tuple[str, str]] = []
+    walked: list[tuple[int, int]] = []
+    if unit[0] == "folder":
+        items: Iterable[_Found] = _walk([(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked)
+    else:
+        items = (unit,)
+    for item in items:
+        if item[0] == "log":
+            path = item[1]
+            limit = ZSTD_INDEX_THRESHOLD if path.endswith(ZSTD_SUFFIX) else INDEX_THRESHOLD
+            logs.append((path, item[2], summary_state(path, item[2], limit)))
+        elif item[0] == "error":
+            errors.append((item[1], item[2].strerror or str(item[2])))
+    return logs, errors, walked
+
+
+def _same(value: _UnitResult) -> object:
+    return value
+
+
+def _same_unit(_unit: _Found, value: object) -> _UnitResult:
+    return cast(_UnitResult, value)
 
 
 def _index_worthy(path: Path) -> bool:

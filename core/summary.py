@@ -13,6 +13,7 @@ import codecs
 import mmap
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -20,17 +21,24 @@ from typing import Any, Final
 import orjson
 import zstandard
 
-from .codec import PACKED_TAGS, RecordError, expand_record, parse_header
+from .codec import PACKED_TAGS, parse_header, plain_header_values, record_seqs
 from .logfile import (
+    ZSTD_SUFFIX,
     Encoding,
     LogContents,
-    encoding_of,
     read_log,
     torn_frame_message,
     torn_line_message,
 )
 from .model import LogProblem, ProblemKind, SessionHeader
 from .timeline import build_timeline, message_text
+
+# Plain values of the enums the listing's inner loop writes into summary states.
+RAW: Final = Encoding.RAW.value
+ZSTD: Final = Encoding.ZSTD.value
+EMPTY: Final = ProblemKind.EMPTY.value
+TORN_TAIL: Final = ProblemKind.TORN_TAIL.value
+UNREADABLE: Final = ProblemKind.UNREADABLE.value
 
 _REC: Final = b'\n{"type":"'
 _TITLE: Final = b'\n{"type":"session/title"'
@@ -111,6 +119,46 @@ class SessionSummary:
     def broken(self) -> bool:
         """True if the header is unusable: the log cannot be shown as a session."""
         return self.header is None
+
+    def to_state(self) -> tuple[Any, ...]:
+        """This summary as plain values (`marshal`-able), path left out: the compact
+        form `parallel.split_map` sends between processes."""
+        header = None if self.header is None else _header_state(self.header)
+        problems = _problem_states(self.problems)
+        return (
+            self.id,
+            self.encoding.value,
+            header,
+            self.title,
+            self.events,
+            self.last_seq,
+            self.turns,
+            self.open_turn,
+            problems,
+            self.size,
+            self.mtime,
+        )
+
+    @classmethod
+    def from_state(cls, path: Path, state: tuple[Any, ...]) -> SessionSummary:
+        """The summary `to_state` gave, for the log at `path`."""
+        sid, encoding, header, title, events, last_seq, turns, open_turn, problems, size, mtime = (
+            state
+        )
+        return cls(
+            sid,
+            path,
+            Encoding(encoding),
+            None if header is None else SessionHeader(*header),
+            title,
+            events,
+            last_seq,
+            turns,
+            open_turn,
+            tuple(LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in problems),
+            size,
+            mtime,
+        )
 
     def display_title(self) -> str:
         """Title, else the id."""
@@ -194,8 +242,20 @@ def summarize_small(
     is listed at about the cost of reading each header line (the caller indexes a log
     that is too big to read whole instead).
     """
-    encoding = encoding_of(path) or Encoding.RAW
-    fallback_id = session_id if session_id is not None else str(path)
+    state = summary_state(str(path), session_id, max_size)
+    return None if state is None else SessionSummary.from_state(path, state)
+
+
+def summary_state(
+    path: str, session_id: str | None, max_size: int | None
+) -> tuple[Any, ...] | None:
+    """`summarize_small` as plain values (`SessionSummary.to_state`), from a path string.
+
+    The listing's inner loop: it builds no `Path`, dataclass or enum member per log
+    (in a root of ten thousand logs those cost as much as the byte scan).
+    """
+    encoding = ZSTD if path.endswith(ZSTD_SUFFIX) else RAW
+    fallback_id = session_id if session_id is not None else path
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -206,23 +266,44 @@ def summarize_small(
         finally:
             os.close(fd)
     except OSError as exc:
-        problem = LogProblem(
-            ProblemKind.UNREADABLE, f"cannot read {path.name}: {exc.strerror or exc}"
+        problem = (
+            UNREADABLE,
+            f"cannot read {os.path.basename(path)}: {exc.strerror or exc}",
+            None,
+            None,
         )
-        return SessionSummary(
-            fallback_id, path, encoding, None, None, 0, None, 0, False, (problem,)
-        )
-    if encoding is Encoding.RAW:
-        buf, exact, consumed = raw, True, len(raw)
-        problems: list[LogProblem] = []
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0)
+    if encoding == RAW:
+        state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime)
     else:
         buf, problems, exact, consumed = _decode_zstd(raw)
-    summary = (
-        _scan(path, encoding, buf, problems, fallback_id, consumed, st.st_mtime) if exact else None
+        state = (
+            _scan(encoding, buf, _problem_states(problems), fallback_id, consumed, st.st_mtime)
+            if exact
+            else None
+        )
+    if state is None:
+        state = from_contents(read_log(Path(path)), fallback_id, st.st_mtime).to_state()
+    return state
+
+
+def _problem_states(problems: Iterable[LogProblem]) -> tuple[tuple[Any, ...], ...]:
+    return tuple((p.kind.value, p.message, p.seq, p.line) for p in problems)
+
+
+def _header_state(h: SessionHeader) -> tuple[Any, ...]:
+    return (
+        h.id,
+        h.created_at,
+        h.version,
+        h.cwd,
+        h.parent_session,
+        h.seed_length,
+        h.origin,
+        h.delegation_depth,
+        h.agent_preset,
+        dict(h.extra),
     )
-    if summary is None:
-        summary = from_contents(read_log(path), fallback_id, st.st_mtime)
-    return summary
 
 
 def from_contents(contents: LogContents, fallback_id: str, mtime: float = 0.0) -> SessionSummary:
@@ -253,54 +334,55 @@ def _line_at(buf: bytes | mmap.mmap, start: int) -> bytes:
 
 
 def _scan(
-    path: Path,
-    encoding: Encoding,
+    encoding: str,
     buf: bytes,
-    problems: list[LogProblem],
+    problems: tuple[tuple[Any, ...], ...],
     fallback_id: str,
     size: int,
     mtime: float,
-) -> SessionSummary | None:
-    """The byte-scan summary, or None when the log's shape needs a full read."""
+) -> tuple[Any, ...] | None:
+    """The byte-scan summary (as `SessionSummary.to_state` values), or None when the
+    log's shape needs a full read."""
     if not buf or buf.isspace():
-        empty = LogProblem(ProblemKind.EMPTY, "the log file is empty")
-        return SessionSummary(
-            fallback_id, path, encoding, None, None, 0, None, 0, False, (empty,), size, mtime
-        )
+        empty = (EMPTY, "the log file is empty", None, None)
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (empty,), size, mtime)
     end = buf.rfind(b"\n") + 1
-    if encoding is Encoding.RAW:
+    if encoding == RAW:
         size = end  # resume after the last whole line
         if end < len(buf):
-            problems = [
-                LogProblem(
-                    ProblemKind.TORN_TAIL,
-                    torn_line_message(len(buf) - end),
-                )
-            ]
+            problems = ((TORN_TAIL, torn_line_message(len(buf) - end), None, None),)
     first_nl = buf.find(b"\n")
     if first_nl < 0 or first_nl >= end:
         return None  # only a torn header line: let the full reader classify it
     try:
-        header, header_problems = parse_header(orjson.loads(buf[:first_nl]))
+        header_obj = orjson.loads(buf[:first_nl])
     except orjson.JSONDecodeError:
         return None
-    if header is None:
-        return None
-    body = buf[first_nl:end]  # starts with "\n", so every record is preceded by "\n"
-    records = body.count(b"\n") - 1
+    header_values = plain_header_values(header_obj)
+    if header_values is None:
+        header, header_problems = parse_header(header_obj)
+        if header is None:
+            return None
+        header_values = _header_state(header)
+        problems = (*_problem_states(header_problems), *problems)
+    # The records are buf[first_nl:end]: it starts with "\n", so every record is
+    # preceded by "\n" (searched in place, not copied).
+    records = buf.count(b"\n", first_nl, end) - 1
     if records and (
         # Every record starts like dsh writes one and ends with "}": the first and
         # last by position, the others by counting each "}\n" + record start. Any
         # other key order, or a record cut short mid-file (a crash, then more
         # appends), is read whole so the full reader says where the log breaks.
-        not body.startswith(_REC) or not body.endswith(b"}\n") or body.count(_JOINT) != records - 1
+        not buf.startswith(_REC, first_nl)
+        or buf[end - 2 : end] != b"}\n"
+        or buf.count(_JOINT, first_nl, end) != records - 1
     ):
         return None
-    if not valid_utf8(body):
+    if not buf.isascii() and not valid_utf8(buf[first_nl:end]):
         return None  # bytes that are not UTF-8: the full reader says which line
     turns, open_turn = 0, False
     dts: list[bytes] = []
-    for kind, dt in _SPECIAL.findall(body):
+    for kind, dt in _SPECIAL.findall(buf, first_nl, end):
         if kind == b"turn/start":
             turns += 1
             open_turn = True
@@ -314,36 +396,43 @@ def _scan(
     if b"" in dts:
         # A packed row whose keys are not in dsh's order: find its dt on its line.
         packed = len(dts)
-        dts = _ANY_DT.findall(body)
+        dts = _ANY_DT.findall(buf, first_nl, end)
         if len(dts) != packed:
             return None  # a packed row without a dt array on its line: read it whole
     # A packed row holds len(dt) + 1 events where the record count counted one.
-    events = records + b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
+    events = records
+    if dts:
+        events += b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
     last_seq: int | None = None
     if records:
         try:
-            last_events = expand_record(orjson.loads(body[body.rfind(b"\n", 0, -1) + 1 : -1]))
-            first_events = expand_record(orjson.loads(body[1 : body.find(b"\n", 1)]))
-        except (orjson.JSONDecodeError, RecordError):
+            last_span = record_seqs(
+                orjson.loads(buf[buf.rfind(b"\n", first_nl, end - 1) + 1 : end - 1])
+            )
+            first_span = record_seqs(
+                orjson.loads(buf[first_nl + 1 : buf.find(b"\n", first_nl + 1)])
+            )
+        except orjson.JSONDecodeError:
             return None  # a bad first or last line: the full reader tells torn from corrupt
-        last_seq = last_events[-1].seq
-        if first_events[0].seq != 0 or last_seq != events - 1:
+        if first_span is None or last_span is None:
+            return None
+        last_seq = last_span[1]
+        if first_span[0] != 0 or last_seq != events - 1:
             # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
             # (its dt count is then not its member count). Only a full read says which.
             return None
-    return SessionSummary(
-        id=header.id,
-        path=path,
-        encoding=encoding,
-        header=header,
-        title=title_between(body, 0, len(body)),
-        events=events,
-        last_seq=last_seq,
-        turns=turns,
-        open_turn=open_turn,
-        problems=(*header_problems, *problems),
-        size=size,
-        mtime=mtime,
+    return (
+        header_values[0],
+        encoding,
+        header_values,
+        title_between(buf, first_nl, end),
+        events,
+        last_seq,
+        turns,
+        open_turn,
+        problems,
+        size,
+        mtime,
     )
 
 

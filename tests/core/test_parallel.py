@@ -1,0 +1,145 @@
+"""`parallel.split_map` and the root scan that uses it: same results as serial, whatever
+the children do, and the serial walk whenever separate walks could disagree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from turnline.core import parallel, root as root_module
+from turnline.core.parallel import split_map
+from turnline.core.root import SessionRoot
+from turnline.core.summary import SessionSummary
+
+PARENT = os.getpid()
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _keep(value: int) -> object:
+    return value
+
+
+def _back(_item: int, value: object) -> int:
+    assert isinstance(value, int)
+    return value
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 100, 1001])
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_split_map_equals_the_list_comprehension(n: int, workers: int) -> None:
+    items = list(range(n))
+    got = split_map(_square, items, pack=_keep, unpack=_back, workers=workers, min_share=1)
+    assert got == [x * x for x in items]
+
+
+def _dies_in_children(x: int) -> int:
+    if os.getpid() != PARENT:
+        os._exit(3)  # a crashed child
+    return x + 1
+
+
+def _lies_in_children(x: int) -> object:
+    return "not an int" if os.getpid() != PARENT else x
+
+
+def test_a_crashed_child_costs_time_not_results() -> None:
+    items = list(range(50))
+    got = split_map(_dies_in_children, items, pack=_keep, unpack=_back, workers=3, min_share=1)
+    assert got == [x + 1 for x in items]
+
+
+def test_a_reply_that_does_not_unpack_is_computed_again() -> None:
+    items = list(range(50))
+    got = split_map(_square, items, pack=_lies_in_children, unpack=_back, workers=2, min_share=1)
+    assert got == [x * x for x in items]
+
+
+def test_summary_state_round_trips(fixtures_root: Path) -> None:
+    for summary in SessionRoot(fixtures_root).scan():
+        assert SessionSummary.from_state(summary.path, summary.to_state()) == summary
+
+
+# -- the root scan -------------------------------------------------------------------
+
+
+def _write_root(root: Path, sessions: int) -> None:
+    """A dsh-layout root of small sessions over three projects, with forks."""
+    for k in range(sessions):
+        folder = root / f"--home-dev-p{k % 3}--" / f"s{k:05d}"
+        folder.mkdir(parents=True)
+        header = {"type": "session", "version": 0, "id": f"s{k:05d}", "createdAt": k}
+        if k % 7 == 3:
+            header |= {"parentSession": f"s{k - 1:05d}", "seedLength": 0}
+        lines = [
+            header,
+            {"type": "user/message", "seq": 0, "time": 1, "data": {"content": f"task {k}"}},
+            {"type": "turn/start", "seq": 1, "time": 2, "data": {"turn": 1}},
+        ]
+        if k % 5:
+            lines.append({"type": "turn/end", "seq": 2, "time": 3, "data": {"turn": 1}})
+        body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+        if k % 97 == 5:
+            body += b'{"type":"turn/st'  # a torn tail now and then
+        (folder / "session.jsonl").write_bytes(body)
+
+
+def _serial(root: Path) -> tuple[list[SessionSummary], list[tuple[Path, str]]]:
+    serial = SessionRoot(root)
+    serial._scan_parallel = lambda: None  # type: ignore[method-assign]
+    return serial.scan(), serial.scan_problems
+
+
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to fork a walk")
+def test_a_big_root_scans_in_parallel_to_the_serial_result(tmp_path: Path) -> None:
+    _write_root(tmp_path, 1100)
+    (tmp_path / "--home-dev-p1--" / "s00004" / "stray.jsonl").write_bytes(b"not a log\n")
+    root = SessionRoot(tmp_path)
+    found = root._scan_parallel()
+    assert found is not None  # the parallel walk ran
+    summaries = root.scan()
+    expected, problems = _serial(tmp_path)
+    assert summaries == expected
+    assert root.scan_problems == problems
+    assert len(summaries) == 1100
+    assert sum(1 for s in summaries if s.open_turn) == 220
+    assert sum(1 for s in summaries if s.problems) == 12  # the torn tails
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_in_walk_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_root(tmp_path, 1100)
+    bad = str(tmp_path / "--home-dev-p2--" / "s00005")
+    real = os.scandir
+
+    def scandir(path: str) -> object:
+        if str(path) == bad:
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(root_module.os, "scandir", scandir)
+    root = SessionRoot(tmp_path)
+    summaries = root.scan()
+    expected, problems = _serial(tmp_path)
+    assert summaries == expected
+    assert root.scan_problems == problems == [(Path(bad), "Permission denied")]
+    assert len(summaries) == 1099
+
+
+def test_a_directory_symlink_makes_the_scan_serial(tmp_path: Path) -> None:
+    _write_root(tmp_path, 1100)
+    (tmp_path / "--home-dev-p0--" / "again").symlink_to(tmp_path / "--home-dev-p1--" / "s00001")
+    root = SessionRoot(tmp_path)
+    assert root._scan_parallel() is None
+    summaries = root.scan()
+    assert summaries == _serial(tmp_path)[0]
+    # Each folder is walked once: s00001 is listed under the link (walked first), not
+    # again under p1, which two separate walks could not have known.
+    assert len(summaries) == 1100
+    assert sum(1 for s in summaries if s.id == "s00001") == 1
