@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-from turnline.core import parallel, root as root_module
+from turnline.core import parallel
+from turnline.core import root as root_module
 from turnline.core.parallel import split_map
 from turnline.core.root import SessionRoot
 from turnline.core.summary import SessionSummary
