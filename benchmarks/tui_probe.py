@@ -2,6 +2,7 @@
 
 `python -m benchmarks.tui_probe rows LOG`   time.time() when the first timeline rows show
 `python -m benchmarks.tui_probe tree ROOT`  time.time() when the session tree has nodes
+                                            (started as `turnline ROOT` starts the app)
 `python -m benchmarks.tui_probe live LOG N` write -> row latencies of N appended turns
 
 Each prints one JSON line on stdout. The app runs under `App.run_test()` (no terminal),
@@ -100,10 +101,10 @@ async def rows(path: Path) -> dict[str, Any]:
                 "loaded": total}  # fmt: skip
 
 
-async def tree(path: Path) -> dict[str, Any]:
+async def tree(path: Path, scan: Any) -> dict[str, Any]:
     from turnline.tui import TurnlineApp
 
-    app = TurnlineApp(path)
+    app = TurnlineApp(path, scan=scan)
     async with app.run_test(size=(160, 50)):
         # The tree counts as shown when it draws the finished scan, not a partial one.
         drawn = _Drawn(app.session_tree, lambda: app.root is not None and _tree_nodes(app) > 0)
@@ -163,7 +164,12 @@ def main() -> None:
     if mode == "rows":
         result = asyncio.run(rows(target))
     elif mode == "tree":
-        result = asyncio.run(tree(target))
+        # As `turnline ROOT` does (cli.main.cmd_open): the scan is forked before
+        # Textual is imported, so the two overlap.
+        from turnline.core.root import SessionRoot
+
+        scan = SessionRoot(target).scan_in_background()
+        result = asyncio.run(tree(target, scan))
     else:
         result = asyncio.run(live(target, int(sys.argv[3])))
     sys.stdout.write(orjson.dumps(result).decode() + "\n")

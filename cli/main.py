@@ -297,9 +297,12 @@ def _lazy(module: str, name: str, what: str) -> Callable[..., Any]:
 def cmd_open(args: argparse.Namespace) -> int:
     """`turnline [open] [ROOT|FILE] [--poll]`: the terminal UI."""
     path = Path(args.root) if args.root is not None else default_root()
-    SessionRoot(path)  # a missing or odd path is refused here, before textual loads
+    root = SessionRoot(path)  # a missing or odd path is refused here, before textual loads
+    # The scan runs in a forked process while Textual loads (half a second of imports):
+    # forked now, before the app starts any thread.
+    scan = root.scan_in_background() if root.single is None else None
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
-    status = run_app(path, poll=args.poll)
+    status = run_app(path, poll=args.poll, scan=scan)
     return status if isinstance(status, int) else 0
 
 

@@ -7,7 +7,10 @@ A root is any directory (or one log file). Sessions are found in the dsh layout
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
+import marshal
 import mmap
 import os
 import stat
@@ -294,6 +297,117 @@ class ForkResult:
     bytes_written: int
 
 
+#: A log a scan found: (path, layout id, `SessionSummary.to_state()` values, or None
+#: for a log big enough to index).
+_FoundLog = tuple[str, str | None, tuple[Any, ...] | None]
+
+_gc_lock = threading.Lock()
+_gc_holds = 0
+
+
+@contextlib.contextmanager
+def no_gc(*, freeze: bool = False) -> Iterator[None]:
+    """Pause the cyclic garbage collector (process-wide, nestable across threads).
+
+    Building ten thousand summaries creates no reference cycles, but allocating them
+    triggers collections that walk every object the process holds (in the app: all
+    of Textual's), for nothing. With `freeze`, everything alive when the pause ends
+    is moved out of the collector's sight (`gc.freeze`): the summaries are long-lived
+    and freed by reference counting, and the first collections after the pause would
+    otherwise walk all of them again (a fifth of a second for ten thousand).
+    """
+    global _gc_holds
+    with _gc_lock:
+        if _gc_holds == 0 and not gc.isenabled():
+            _gc_holds = -1  # the caller had it off: leave it off
+        elif _gc_holds >= 0:
+            _gc_holds += 1
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            if freeze:
+                gc.freeze()
+            if _gc_holds == -1:
+                _gc_holds = 0
+            elif _gc_holds > 0:
+                _gc_holds -= 1
+                if _gc_holds == 0:
+                    gc.enable()
+
+
+class BackgroundScan:
+    """`SessionRoot.scan` running in a forked process while the caller works on.
+
+    The child sends its results as plain values through a pipe; `result` takes them
+    in (the summaries, indexing any big log here). Whatever goes wrong with the child
+    (no fork, a crash, a short reply), `result` scans in this process instead: the
+    outcome is always the one `scan` gives.
+    """
+
+    def __init__(self, root: SessionRoot) -> None:
+        self.root = root
+        self._pid: int | None = None
+        self._fd: int | None = None
+        if not hasattr(os, "fork"):
+            return
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return
+        if pid == 0:  # the child: scan, reply, leave without any teardown
+            status = 1
+            try:
+                os.close(read_fd)
+                view = memoryview(marshal.dumps(root._scan_states()))
+                while view:
+                    view = view[os.write(write_fd, view) :]
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        self._pid, self._fd = pid, read_fd
+
+    def result(self) -> list[SessionSummary]:
+        """The scan's summaries, now the root's own (blocks until the child is done)."""
+        reply = self._reply()
+        if reply is None:
+            return self.root.scan()
+        return self.root._install(*reply)
+
+    def _reply(self) -> tuple[list[_FoundLog], list[tuple[str, str]]] | None:
+        pid, fd = self._pid, self._fd
+        self._pid = self._fd = None
+        if pid is None or fd is None:
+            return None
+        chunks: list[bytes] = []
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(fd)
+        try:
+            status = os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            status = 1
+        if status != 0 or not chunks:
+            return None
+        try:
+            found, problems = marshal.loads(b"".join(chunks))
+        except (EOFError, ValueError, TypeError):
+            return None
+        return found, problems
+
+
 class SessionRoot:
     """The sessions under one directory (or one log file).
 
@@ -341,26 +455,55 @@ class SessionRoot:
     def scan(self) -> list[SessionSummary]:
         """Discover and summarize every log (header + byte scan, no full parse).
 
-        A big root is walked and summarized on all cores (see `_scan_parallel`).
+        A big root is walked and summarized on all cores (see `_scan_states`).
         Logs big enough to index are indexed here afterwards, so their index is
         kept for a `load` that follows.
         """
-        found = self._scan_parallel() if self.single is None else None
-        if found is None:
-            found = [(path, sid, None) for path, sid in self.log_paths()]
-        summaries = [
-            summary if summary is not None else self._summarize(path, sid)
-            for path, sid, summary in found
-        ]
-        with self._lock:
-            self._summaries = {s.path: s for s in summaries}
-            self._scanned = True
-            self._changed()
+        found = self._scan_states()
+        return self._install(found[0], found[1])
+
+    def _install(
+        self, found: list[_FoundLog], problems: list[tuple[str, str]]
+    ) -> list[SessionSummary]:
+        """Take a scan's results (from `_scan_states`) as this root's summaries."""
+        with no_gc():  # ten thousand summaries and no cycles: nothing to collect
+            summaries = []
+            for path_str, sid, state in found:
+                path = Path(path_str)
+                summaries.append(
+                    self._summarize(path, sid)
+                    if state is None
+                    else SessionSummary.from_state(path, state)
+                )
+            with self._lock:
+                self.scan_problems = [(Path(folder), why) for folder, why in problems]
+                self._summaries = {s.path: s for s in summaries}
+                self._scanned = True
+                self._changed()
         return summaries
 
-    def _scan_parallel(self) -> list[tuple[Path, str | None, SessionSummary | None]] | None:
-        """`log_paths` with each small log's summary, walked on all cores; None when
-        the root is too small to gain from it or the walks could have overlapped.
+    def _scan_states(self) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
+        """Every log as (path, layout id, summary state or None for a log to index),
+        and the folders that could not be listed, as plain values."""
+        if self.single is None:
+            found = self._scan_parallel()
+            if found is not None:
+                return found
+        paths = self.log_paths()
+        limit = {Encoding.ZSTD: ZSTD_INDEX_THRESHOLD, Encoding.RAW: INDEX_THRESHOLD}
+        states = [
+            (
+                str(path),
+                sid,
+                summary_state(str(path), sid, limit[encoding_of(path) or Encoding.RAW]),
+            )
+            for path, sid in paths
+        ]
+        return states, [(str(p), why) for p, why in self.scan_problems]
+
+    def _scan_parallel(self) -> tuple[list[_FoundLog], list[tuple[str, str]]] | None:
+        """`_scan_states`, walked on all cores; None when the root is too small to
+        gain from it or the walks could have overlapped.
 
         The root's top two levels are walked here; each folder below (a session
         folder in dsh's layout) becomes one unit that `parallel.split_map` hands
@@ -381,20 +524,23 @@ class SessionRoot:
             functools.partial(_scan_unit, frozenset(seen)), units, pack=_same, unpack=_same_unit
         )
         keys = set(walked)
-        found: list[tuple[Path, str | None, SessionSummary | None]] = []
-        problems: list[tuple[Path, str]] = []
+        found: list[_FoundLog] = []
+        problems: list[tuple[str, str]] = []
         for logs, errors, unit_walked in results:
             if (-1, -1) in unit_walked or not keys.isdisjoint(unit_walked):
                 return None
             keys.update(unit_walked)
-            for folder, why in errors:
-                problems.append((Path(folder), why))
-            for path_str, sid, state in logs:
-                path = Path(path_str)
-                summary = None if state is None else SessionSummary.from_state(path, state)
-                found.append((path, sid, summary))
-        self.scan_problems = problems
-        return found
+            problems.extend(errors)
+            found.extend(logs)
+        return found, problems
+
+    def scan_in_background(self) -> BackgroundScan:
+        """Start `scan` in a forked process; `BackgroundScan.result()` takes it in.
+
+        For a caller with other work first (the CLI imports the app meanwhile).
+        Call it before starting threads: a fork copies only the calling thread.
+        """
+        return BackgroundScan(self)
 
     def _changed(self) -> None:
         self._generation += 1

@@ -23,7 +23,13 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
-from turnline.core.root import RootError, SessionLookupError, SessionRoot
+from turnline.core.root import (
+    BackgroundScan,
+    RootError,
+    SessionLookupError,
+    SessionRoot,
+    no_gc,
+)
 from turnline.core.store import SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
@@ -104,9 +110,24 @@ class TurnlineApp(App[int]):
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
-    def __init__(self, path: Path, *, poll: bool = False, tz: tzinfo | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        poll: bool = False,
+        tz: tzinfo | None = None,
+        scan: BackgroundScan | None = None,
+    ) -> None:
+        """Args:
+        path: A root folder or one log.
+        poll: Watch by polling sizes instead of file-system events.
+        tz: Time zone for times shown (the local one by default).
+        scan: The root's scan, already started (`SessionRoot.scan_in_background`)
+            before Textual was imported, so the two overlap.
+        """
         super().__init__()
         self.path = Path(path)
+        self._pending_scan = scan
         self.poll = poll
         self.tz = tz
         self.root: SessionRoot | None = None
@@ -198,9 +219,17 @@ class TurnlineApp(App[int]):
     )
     def _scan(self) -> None:
         with self._root_lock:
-            root = self.root if self.root is not None else SessionRoot(self.path)
-            root.scan()
-            snapshot = snapshot_of(root)
+            pending, self._pending_scan = self._pending_scan, None
+            if pending is not None:
+                root = pending.root
+            else:
+                root = self.root if self.root is not None else SessionRoot(self.path)
+            with no_gc(freeze=True):  # thousands of long-lived summaries: see `no_gc`
+                if pending is not None:
+                    pending.result()
+                else:
+                    root.scan()
+                snapshot = snapshot_of(root)
         self.post_message(RootScanned(root, snapshot))
 
     @work(
@@ -820,7 +849,7 @@ class TurnlineApp(App[int]):
         self.push_screen(HelpScreen())
 
 
-def run_app(path: Path, *, poll: bool = False) -> int:
+def run_app(path: Path, *, poll: bool = False, scan: BackgroundScan | None = None) -> int:
     """Open the app on a root or log; returns the exit status.
 
     A missing or unusable path prints one clear line to stderr and returns 1.
@@ -830,6 +859,6 @@ def run_app(path: Path, *, poll: bool = False) -> int:
     except RootError as exc:
         print(f"turnline: {exc}", file=sys.stderr)
         return 1
-    app = TurnlineApp(Path(path), poll=poll)
+    app = TurnlineApp(Path(path), poll=poll, scan=scan)
     app.run()
     return app.return_code or 0

@@ -143,3 +143,58 @@ def test_a_directory_symlink_makes_the_scan_serial(tmp_path: Path) -> None:
     # again under p1, which two separate walks could not have known.
     assert len(summaries) == 1100
     assert sum(1 for s in summaries if s.id == "s00001") == 1
+
+
+# -- the scan in a forked process (what `turnline ROOT` starts before Textual loads) --
+
+
+def test_a_background_scan_gives_the_scan(tmp_path: Path) -> None:
+    _write_root(tmp_path, 40)
+    root = SessionRoot(tmp_path)
+    pending = root.scan_in_background()
+    assert pending._pid is not None  # really forked
+    summaries = pending.result()
+    assert summaries == _serial(tmp_path)[0]
+    assert root.summaries() == summaries  # installed as the root's own
+
+
+def test_a_background_scan_whose_child_dies_scans_here(tmp_path: Path) -> None:
+    _write_root(tmp_path, 40)
+    root = SessionRoot(tmp_path)
+    pending = root.scan_in_background()
+    assert pending._pid is not None
+    os.kill(pending._pid, 9)
+    assert pending.result() == _serial(tmp_path)[0]
+
+
+def test_a_background_scan_without_fork_scans_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_root(tmp_path, 40)
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(root_module.os, "fork", no_fork)
+    pending = SessionRoot(tmp_path).scan_in_background()
+    assert pending._pid is None
+    assert pending.result() == _serial(tmp_path)[0]
+
+
+def test_no_gc_nests_across_holders_and_restores_the_collector() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with root_module.no_gc():
+        assert not gc.isenabled()
+        with root_module.no_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer hold is still on
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with root_module.no_gc():
+            pass
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()

@@ -360,3 +360,18 @@ async def test_filter_opens_the_session_it_lands_on(family: Family) -> None:
         await pilot.press("slash", *"changelog", "enter")
         await wait_for(pilot, lambda: app.view is not None and app.view.path == family.live)
         assert app.session_tree.highlighted_path == family.live
+
+
+async def test_a_scan_started_before_the_app_is_the_one_it_shows(family: Family) -> None:
+    """`turnline ROOT` forks the scan before Textual loads and hands it to the app."""
+    from turnline.core.root import SessionRoot
+
+    pending = SessionRoot(family.root).scan_in_background()
+    app = TurnlineApp(family.root, tz=UTC, scan=pending)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.root is pending.root
+        assert app._pending_scan is None  # taken in, not scanned again
+        assert app.snapshot is not None
+        assert set(app.snapshot.summaries) == session_logs(family.root)
+        assert app.session_tree.highlighted_path in session_logs(family.root)
