@@ -13,6 +13,7 @@ import gc
 import marshal
 import mmap
 import os
+import selectors
 import stat
 import threading
 import time
@@ -338,74 +339,181 @@ def no_gc(*, freeze: bool = False) -> Iterator[None]:
 
 
 class BackgroundScan:
-    """`SessionRoot.scan` running in a forked process while the caller works on.
+    """`SessionRoot.scan` running in forked processes while the caller works on.
 
-    The child sends its results as plain values through a pipe; `result` takes them
-    in (the summaries, indexing any big log here). Whatever goes wrong with the child
-    (no fork, a crash, a short reply), `result` scans in this process instead: the
-    outcome is always the one `scan` gives.
+    The root's top two levels are walked here (a few ms); the folders below are
+    split between one child per core, and each child walks and summarizes its share
+    in batches, sending each batch down its pipe as soon as it is done. `result`
+    takes the batches in as they arrive (building the summaries while the children
+    still work) and puts them in discovery order. Whatever goes wrong with a child
+    (no fork, a crash, a short reply) or if two walks could have met the same folder,
+    `result` scans in this process instead: the outcome is always the one `scan` gives.
     """
+
+    #: Folders per batch a child sends.
+    BATCH: Final = 400
 
     def __init__(self, root: SessionRoot) -> None:
         self.root = root
-        self._pid: int | None = None
-        self._fd: int | None = None
+        self._children: list[tuple[int, int]] = []  # (pid, read fd), in share order
+        self._walked: list[tuple[int, int]] = []
         if not hasattr(os, "fork"):
             return
+        seen: set[tuple[int, int]] = set()
+        units: list[_Found] = []
+        if root.single is None:
+            path = root.path
+            units = list(
+                _walk(
+                    [(str(path), path.name, path.parent.name, 0)],
+                    seen,
+                    cutoff=2,
+                    walked=self._walked,
+                )
+            )
+        shares: list[Sequence[_Found] | None]
+        if root.single is not None or (-1, -1) in self._walked:
+            shares = [None]  # one child, the serial scan
+        else:
+            count = max(1, min(usable_cores(), len(units) // MIN_SHARE))
+            bounds = [len(units) * k // count for k in range(count + 1)]
+            shares = [units[bounds[k] : bounds[k + 1]] for k in range(count)]
+        frozen = frozenset(seen)
+        for share in shares:
+            child = self._fork(root, share, frozen)
+            if child is None:
+                self._abandon()
+                return
+            self._children.append(child)
+
+    def _fork(
+        self, root: SessionRoot, share: Sequence[_Found] | None, seen: frozenset[tuple[int, int]]
+    ) -> tuple[int, int] | None:
         try:
             read_fd, write_fd = os.pipe()
         except OSError:
-            return
+            return None
         try:
             pid = os.fork()
         except OSError:
             os.close(read_fd)
             os.close(write_fd)
-            return
+            return None
         if pid == 0:  # the child: scan, reply, leave without any teardown
             status = 1
             try:
-                os.close(read_fd)
-                view = memoryview(marshal.dumps(root._scan_states()))
-                while view:
-                    view = view[os.write(write_fd, view) :]
+                for fd in [fd for _, fd in self._children] + [read_fd]:
+                    os.close(fd)  # the read ends are the parent's
+                if share is None:
+                    found, problems = root._scan_states()
+                    _send(write_fd, [(found, problems, [])])
+                else:
+                    for k in range(0, len(share), self.BATCH):
+                        _send(write_fd, [_scan_unit(seen, u) for u in share[k : k + self.BATCH]])
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_fd)
-        self._pid, self._fd = pid, read_fd
+        return pid, read_fd
+
+    def _abandon(self) -> None:
+        for pid, fd in self._children:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        self._children = []
 
     def result(self) -> list[SessionSummary]:
-        """The scan's summaries, now the root's own (blocks until the child is done)."""
-        reply = self._reply()
-        if reply is None:
+        """The scan's summaries, now the root's own (blocks until the children are done)."""
+        children, self._children = self._children, []
+        if not children:
             return self.root.scan()
-        return self.root._install(*reply)
+        with no_gc():
+            taken = self._take(children)
+        if taken is None:
+            return self.root.scan()
+        return self.root._install_summaries(*taken)
 
-    def _reply(self) -> tuple[list[_FoundLog], list[tuple[str, str]]] | None:
-        pid, fd = self._pid, self._fd
-        self._pid = self._fd = None
-        if pid is None or fd is None:
-            return None
-        chunks: list[bytes] = []
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        finally:
+    def _take(self, children: list[tuple[int, int]]) -> _Taken | None:
+        """Read every child's batches as they come; None if any child failed."""
+        shares: list[list[_UnitResult]] = [[] for _ in children]
+        logs: list[list[tuple[Path, str | None, SessionSummary | None]]] = [[] for _ in children]
+        buffers = [bytearray() for _ in children]
+        index = {fd: k for k, (_, fd) in enumerate(children)}
+        ok = True
+        with selectors.DefaultSelector() as selector:
+            for _, fd in children:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                for key, _ in selector.select():
+                    k = index[key.fd]
+                    try:
+                        chunk = os.read(key.fd, 1 << 20)
+                    except OSError:
+                        chunk, ok = b"", False
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        continue
+                    buffers[k] += chunk
+                    for batch in _frames(buffers[k]):
+                        try:
+                            results: list[_UnitResult] = marshal.loads(batch)
+                        except (EOFError, ValueError, TypeError):
+                            ok = False
+                            continue
+                        shares[k].extend(results)
+                        for found_logs, _errors, _keys in results:
+                            for path_str, sid, state in found_logs:
+                                path = Path(path_str)
+                                summary = (
+                                    None
+                                    if state is None
+                                    else SessionSummary.from_state(path, state)
+                                )
+                                logs[k].append((path, sid, summary))
+        for pid, fd in children:
             os.close(fd)
-        try:
-            status = os.waitpid(pid, 0)[1]
-        except ChildProcessError:
-            status = 1
-        if status != 0 or not chunks:
+            try:
+                ok = os.waitpid(pid, 0)[1] == 0 and ok
+            except ChildProcessError:
+                ok = False
+        if not ok or any(buffers):
             return None
-        try:
-            found, problems = marshal.loads(b"".join(chunks))
-        except (EOFError, ValueError, TypeError):
-            return None
-        return found, problems
+        keys = set(self._walked)
+        problems: list[tuple[str, str]] = []
+        for share in shares:
+            for _logs, errors, walked in share:
+                if (-1, -1) in walked or not keys.isdisjoint(walked):
+                    return None  # two walks met one folder: only the serial walk is right
+                keys.update(walked)
+                problems.extend(errors)
+        return [entry for share_logs in logs for entry in share_logs], problems
+
+
+#: What `BackgroundScan._take` gathers: (path, layout id, summary or None for a log
+#: to index) in discovery order, and the folders that could not be listed.
+_Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tuple[str, str]]]
+
+
+def _send(fd: int, results: list[_UnitResult]) -> None:
+    """Write one length-prefixed batch of results to a pipe."""
+    payload = marshal.dumps(results)
+    view = memoryview(len(payload).to_bytes(8, "little") + payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _frames(buffer: bytearray) -> Iterator[bytes]:
+    """Take the complete length-prefixed frames off the front of `buffer`."""
+    while len(buffer) >= 8:
+        size = int.from_bytes(buffer[:8], "little")
+        if len(buffer) < 8 + size:
+            return
+        frame = bytes(buffer[8 : 8 + size])
+        del buffer[: 8 + size]
+        yield frame
 
 
 class SessionRoot:
@@ -467,14 +575,25 @@ class SessionRoot:
     ) -> list[SessionSummary]:
         """Take a scan's results (from `_scan_states`) as this root's summaries."""
         with no_gc():  # ten thousand summaries and no cycles: nothing to collect
-            summaries = []
+            built: list[tuple[Path, str | None, SessionSummary | None]] = []
             for path_str, sid, state in found:
                 path = Path(path_str)
-                summaries.append(
-                    self._summarize(path, sid)
-                    if state is None
-                    else SessionSummary.from_state(path, state)
+                built.append(
+                    (path, sid, None if state is None else SessionSummary.from_state(path, state))
                 )
+            return self._install_summaries(built, problems)
+
+    def _install_summaries(
+        self,
+        found: list[tuple[Path, str | None, SessionSummary | None]],
+        problems: list[tuple[str, str]],
+    ) -> list[SessionSummary]:
+        """Take summaries as this root's own, indexing the logs that have none yet."""
+        with no_gc():
+            summaries = [
+                summary if summary is not None else self._summarize(path, sid)
+                for path, sid, summary in found
+            ]
             with self._lock:
                 self.scan_problems = [(Path(folder), why) for folder, why in problems]
                 self._summaries = {s.path: s for s in summaries}

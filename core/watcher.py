@@ -261,7 +261,9 @@ class _Tracked:
     """What the watcher knows of one log."""
 
     summary: SessionSummary
-    reader: LogReader
+    #: Made on the first change: a root of ten thousand logs that mostly sit still
+    #: would otherwise build ten thousand readers when the watch starts.
+    reader: LogReader | None
     fallback_id: str
     seen: _StatKey | None = None  # the stat taken just before the last read
 
@@ -491,7 +493,7 @@ class RootWatcher:
         for summary in self.root.summaries():
             # The id `SessionRoot.scan` fell back to: the layout's, else the path.
             fallback = layout_session_id(summary.path) or str(summary.path)
-            self._tracked[summary.path] = _Tracked(summary, _resume(summary), fallback)
+            self._tracked[summary.path] = _Tracked(summary, None, fallback)
         for path in list(self._tracked):
             changes.extend(self._refresh(path))
         if self.root.single is None:
@@ -631,14 +633,19 @@ class RootWatcher:
         key = _stat_key(st) if st is not None else None
         if key is not None and key == tracked.seen:
             return []
-        tracked.seen = key
-        mtime = st.st_mtime if st is not None else None
         old = tracked.summary
+        first_look = tracked.seen is None
+        tracked.seen = key
+        if first_look and st is not None and (st.st_size, st.st_mtime) == (old.size, old.mtime):
+            return []  # as the scan read it: an append-only log that did not grow
+        mtime = st.st_mtime if st is not None else None
         if old.header is None:
             # Nothing usable was read yet (empty, bad or unreadable header): start over,
             # so a header written after the file was created is read.
             return self._reread(tracked, mtime)
         reader = tracked.reader
+        if reader is None:
+            reader = tracked.reader = _resume(old)
         before = list(reader.problems)
         batch = reader.read()
         if batch.reset:
@@ -685,7 +692,8 @@ class RootWatcher:
         fresh = _fresh_problems(old.problems, new.problems, reset)
         kinds_changed = sorted(p.kind for p in old.problems) != sorted(p.kind for p in new.problems)
         tracked.summary = new
-        self.root.update(new)
+        if new != old:
+            self.root.update(new)  # (an update drops the root's lineage: only if needed)
         if not (events or reset or fresh or kinds_changed or new.header != old.header):
             return []
         return [EventsAppended(new, events, fresh, reset)]

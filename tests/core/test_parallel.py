@@ -152,7 +152,7 @@ def test_a_background_scan_gives_the_scan(tmp_path: Path) -> None:
     _write_root(tmp_path, 40)
     root = SessionRoot(tmp_path)
     pending = root.scan_in_background()
-    assert pending._pid is not None  # really forked
+    assert len(pending._children) == 1  # really forked (one child: a small root)
     summaries = pending.result()
     assert summaries == _serial(tmp_path)[0]
     assert root.summaries() == summaries  # installed as the root's own
@@ -162,8 +162,8 @@ def test_a_background_scan_whose_child_dies_scans_here(tmp_path: Path) -> None:
     _write_root(tmp_path, 40)
     root = SessionRoot(tmp_path)
     pending = root.scan_in_background()
-    assert pending._pid is not None
-    os.kill(pending._pid, 9)
+    assert pending._children
+    os.kill(pending._children[0][0], 9)
     assert pending.result() == _serial(tmp_path)[0]
 
 
@@ -177,8 +177,37 @@ def test_a_background_scan_without_fork_scans_here(
 
     monkeypatch.setattr(root_module.os, "fork", no_fork)
     pending = SessionRoot(tmp_path).scan_in_background()
-    assert pending._pid is None
+    assert not pending._children
     assert pending.result() == _serial(tmp_path)[0]
+
+
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to split the walk")
+def test_a_big_background_scan_streams_from_a_child_per_core(tmp_path: Path) -> None:
+    _write_root(tmp_path, 1100)
+    (tmp_path / "--home-dev-p1--" / "s00004" / "stray.jsonl").write_bytes(b"not a log\n")
+    root = SessionRoot(tmp_path)
+    pending = root.scan_in_background()
+    assert len(pending._children) == 2
+    summaries = pending.result()
+    expected, problems = _serial(tmp_path)
+    assert summaries == expected
+    assert root.scan_problems == problems
+    assert root.summaries() == summaries
+
+
+def test_a_background_scan_over_a_symlinked_folder_is_the_serial_scan(tmp_path: Path) -> None:
+    _write_root(tmp_path, 1100)
+    (tmp_path / "--home-dev-p0--" / "again").symlink_to(tmp_path / "--home-dev-p1--" / "s00001")
+    pending = SessionRoot(tmp_path).scan_in_background()
+    assert len(pending._children) == 1  # the whole serial scan in one child
+    assert pending.result() == _serial(tmp_path)[0]
+
+
+def test_a_background_scan_of_one_log(tmp_path: Path) -> None:
+    _write_root(tmp_path, 3)
+    log = next(tmp_path.rglob("session.jsonl"))
+    root = SessionRoot(log)
+    assert root.scan_in_background().result() == SessionRoot(log).scan()
 
 
 def test_no_gc_nests_across_holders_and_restores_the_collector() -> None:
