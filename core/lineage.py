@@ -8,7 +8,7 @@ never followed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,56 +77,88 @@ class Lineage:
         return out
 
 
-def _distance(a: Path, b: Path) -> int:
-    """Folder hops between two logs: smaller means closer kin on disk."""
-    # Path parts are already normalised, so their common prefix is the common folder
-    # (`os.path.commonpath` would re-parse both paths for every candidate parent).
-    pa, pb = a.parts, b.parts
-    folders = min(len(pa), len(pb)) - 1
+#: What linking needs of one log: (session id, parentSession, createdAt, path, whether
+#: the header is usable). Plain values, so a listing can link sessions it never
+#: turned into `SessionSummary` objects.
+LinkKey = tuple[str, str | None, int, str, bool]
+
+
+def link_key(summary: SessionSummary) -> LinkKey:
+    """A summary's `LinkKey`."""
+    return (
+        summary.id,
+        summary.parent_session,
+        summary.created_at,
+        str(summary.path),
+        summary.header is not None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Who is whose parent, by index into the keys `link_sessions` was given.
+
+    Attributes:
+        order: Every index, oldest first (createdAt, then path).
+        parent: Child index -> parent index (cycles already cut).
+        missing: Absent parent id -> the indices of the children naming it, oldest first.
+        problems: Index -> its cross-session problems, in the order found.
+    """
+
+    order: list[int]
+    parent: dict[int, int]
+    missing: dict[str, list[int]]
+    problems: dict[int, list[LogProblem]]
+
+
+def _distance(a: list[str], b: list[str]) -> int:
+    """Folder hops between two logs (path parts): smaller means closer kin on disk."""
+    folders = min(len(a), len(b)) - 1
     common = 0
-    while common < folders and pa[common] == pb[common]:
+    while common < folders and a[common] == b[common]:
         common += 1
-    return len(pa) + len(pb) - 2 - 2 * common
+    return len(a) + len(b) - 2 - 2 * common
 
 
-def _sort_key(summary: SessionSummary) -> tuple[int, str]:
-    return (summary.created_at, str(summary.path))
+def link_sessions(keys: Sequence[LinkKey]) -> Links:
+    """The lineage rules over plain values; never loops, never raises on odd lineage.
 
+    Ids can repeat across logs, so a parent id is resolved to the log nearest the child
+    on disk (then the oldest); a log naming itself is a cycle of one; in a longer
+    cycle the edge into the log with the greatest path is cut.
+    """
+    order = sorted(range(len(keys)), key=lambda i: (keys[i][2], keys[i][3]))
+    by_id: dict[str, list[int]] = {}
+    for i in order:
+        if keys[i][4]:
+            by_id.setdefault(keys[i][0], []).append(i)
+    problems: dict[int, list[LogProblem]] = {}
 
-def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
-    """Build the forest; never loops, never raises on odd lineage."""
-    items = sorted(summaries, key=_sort_key)
-    by_id: dict[str, list[SessionSummary]] = {}
-    for summary in items:
-        if summary.header is not None:
-            by_id.setdefault(summary.id, []).append(summary)
-    problems: dict[Path, list[LogProblem]] = {}
-
-    def add(path: Path, problem: LogProblem) -> None:
-        problems.setdefault(path, []).append(problem)
+    def add(i: int, problem: LogProblem) -> None:
+        problems.setdefault(i, []).append(problem)
 
     for sid, claims in by_id.items():
         if len(claims) > 1:
-            for summary in claims:
-                others = ", ".join(str(o.path) for o in claims if o is not summary)
+            for i in claims:
+                others = ", ".join(keys[o][3] for o in claims if o != i)
                 add(
-                    summary.path,
+                    i,
                     LogProblem(
                         ProblemKind.DUPLICATE_ID,
                         f"{len(claims)} logs claim session id {sid}; also at {others}",
                     ),
                 )
-    parent_of: dict[Path, Path] = {}
-    missing_children: dict[str, list[SessionSummary]] = {}
-    for summary in items:
-        pid = summary.parent_session
+    parent: dict[int, int] = {}
+    missing: dict[str, list[int]] = {}
+    for i in order:
+        sid, pid, _, path, has_header = keys[i]
         if pid is None:
             continue
-        candidates = [c for c in by_id.get(pid, []) if c.path != summary.path]
-        if not candidates and pid == summary.id and summary.header is not None:
+        candidates = [c for c in by_id.get(pid, ()) if keys[c][3] != path]
+        if not candidates and pid == sid and has_header:
             # A log naming itself as its parent is a cycle of one, not a missing parent.
             add(
-                summary.path,
+                i,
                 LogProblem(
                     ProblemKind.LINEAGE_CYCLE,
                     "parentSession names this session itself; shown as a root here",
@@ -134,36 +166,37 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
             )
             continue
         if not candidates:
-            missing_children.setdefault(pid, []).append(summary)
+            missing.setdefault(pid, []).append(i)
             add(
-                summary.path,
+                i,
                 LogProblem(
-                    ProblemKind.MISSING_PARENT,
-                    f"parent session {pid} is not under this root",
+                    ProblemKind.MISSING_PARENT, f"parent session {pid} is not under this root"
                 ),
             )
             continue
         if len(candidates) == 1:
-            parent = candidates[0]
+            parent[i] = candidates[0]
         else:
-            parent = min(candidates, key=lambda c: (_distance(c.path, summary.path), _sort_key(c)))
-        parent_of[summary.path] = parent.path
+            parts = path.split("/")
+            parent[i] = min(
+                candidates,
+                key=lambda c: (_distance(keys[c][3].split("/"), parts), keys[c][2], keys[c][3]),
+            )
     # Break cycles: walk up from every node; an edge that closes a loop is cut. Nodes
     # already known to reach a root end the walk, so a deep chain costs linear time.
-    reaches_root: set[Path] = set()
-    for path in list(parent_of):
-        seen = [path]
-        on_walk = {path}
-        cur = parent_of.get(path)
+    reaches_root: set[int] = set()
+    for start in list(parent):
+        walk = [start]
+        on_walk = {start}
+        cur = parent.get(start)
         while cur is not None and cur not in on_walk and cur not in reaches_root:
-            seen.append(cur)
+            walk.append(cur)
             on_walk.add(cur)
-            cur = parent_of.get(cur)
-        reaches_root.update(seen)
+            cur = parent.get(cur)
+        reaches_root.update(walk)
         if cur is not None and cur in on_walk:
-            loop = seen[seen.index(cur) :]
-            cut = max(loop, key=str)
-            del parent_of[cut]
+            loop = walk[walk.index(cur) :]
+            del parent[max(loop, key=lambda i: keys[i][3])]
             for member in loop:
                 add(
                     member,
@@ -173,34 +206,39 @@ def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
                         "shown as a root here",
                     ),
                 )
-    by_path = {s.path: s for s in items}
-    children: dict[Path, list[SessionSummary]] = {}
-    for child_path, parent_path in parent_of.items():
-        children.setdefault(parent_path, []).append(by_path[child_path])
-    built: dict[Path, LineageNode] = {}
+    return Links(order, parent, missing, problems)
+
+
+def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
+    """Build the forest; never loops, never raises on odd lineage."""
+    items = list(summaries)
+    links = link_sessions([link_key(s) for s in items])
+    rank = {i: r for r, i in enumerate(links.order)}
+    children: dict[int, list[int]] = {}
+    for child, parent in links.parent.items():
+        children.setdefault(parent, []).append(child)
+    built: dict[int, LineageNode] = {}
     # Build bottom-up without recursion: lineage chains can be thousands deep.
-    order: list[SessionSummary] = []
-    stack = [s for s in items if s.path not in parent_of]
+    order: list[int] = []
+    stack = [i for i in links.order if i not in links.parent]
     while stack:
-        summary = stack.pop()
-        order.append(summary)
-        kids = children.get(summary.path)
+        i = stack.pop()
+        order.append(i)
+        kids = children.get(i)
         if kids is not None:
             stack.extend(kids)
-    for summary in reversed(order):
-        kids = children.get(summary.path)
+    for i in reversed(order):
+        kids = children.get(i)
         if kids is None:
-            built[summary.path] = LineageNode(summary)  # a leaf: most sessions
+            built[i] = LineageNode(items[i])  # a leaf: most sessions
             continue
-        kids.sort(key=_sort_key)
-        built[summary.path] = LineageNode(summary, tuple(built[k.path] for k in kids))
-    in_missing = {c.path for kids in missing_children.values() for c in kids}
-    roots = tuple(
-        built[s.path] for s in items if s.path not in parent_of and s.path not in in_missing
-    )
+        kids.sort(key=rank.__getitem__)
+        built[i] = LineageNode(items[i], tuple(built[k] for k in kids))
+    in_missing = {i for kids in links.missing.values() for i in kids}
+    roots = tuple(built[i] for i in links.order if i not in links.parent and i not in in_missing)
     missing = tuple(
-        MissingParent(pid, tuple(built[c.path] for c in kids))
-        for pid, kids in missing_children.items()
+        MissingParent(pid, tuple(built[i] for i in kids)) for pid, kids in links.missing.items()
     )
-    frozen = {path: tuple(found) for path, found in problems.items()}
+    parent_of = {items[c].path: items[p].path for c, p in links.parent.items()}
+    frozen = {items[i].path: tuple(found) for i, found in links.problems.items()}
     return Lineage(roots, missing, parent_of, frozen)

@@ -601,6 +601,17 @@ class SessionRoot:
                 self._changed()
         return summaries
 
+    def scan_plain(self) -> tuple[list[tuple[str, tuple[Any, ...]]], list[tuple[str, str]]]:
+        """`scan` as plain values, for a caller that only prints them (`ls --json`):
+        each log as (path, `SessionSummary.to_state` values), and the folders that
+        could not be listed. Builds no summary objects and leaves the root as it was
+        (a big log is still indexed, and its index kept)."""
+        found, problems = self._scan_states()
+        return [
+            (path, state if state is not None else self._summarize(Path(path), sid).to_state())
+            for path, sid, state in found
+        ], problems
+
     def _scan_states(self) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
         """Every log as (path, layout id, summary state or None for a log to index),
         and the folders that could not be listed, as plain values."""

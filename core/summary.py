@@ -166,24 +166,44 @@ class SessionSummary:
 
     def to_json_dict(self, extra_problems: tuple[LogProblem, ...] = ()) -> dict[str, Any]:
         """The CLI's `ls --json` entry."""
-        header = self.header
-        return {
-            "id": self.id,
-            "title": self.title,
-            "cwd": self.cwd,
-            "createdAt": self.created_at,
-            "parentSession": self.parent_session,
-            "seedLength": self.seed_length,
-            "origin": self.origin,
-            "delegationDepth": header.delegation_depth if header else None,
-            "path": str(self.path),
-            "encoding": str(self.encoding),
-            "events": self.events,
-            "lastSeq": self.last_seq,
-            "turns": self.turns,
-            "openTurn": self.open_turn,
-            "problems": [p.to_json_dict() for p in (*self.problems, *extra_problems)],
-        }
+        return state_json(str(self.path), self.to_state(), extra_problems)
+
+
+def state_json(
+    path: str, state: tuple[Any, ...], extra_problems: Iterable[LogProblem] = ()
+) -> dict[str, Any]:
+    """The CLI's `ls --json` entry of a summary given as `SessionSummary.to_state`
+    values (a listing need not build the summary object)."""
+    sid, encoding, header, title, events, last_seq, turns, open_turn, problems, _, _ = state
+    has = header is not None
+    return {
+        "id": sid,
+        "title": title,
+        "cwd": header[3] if has else None,
+        "createdAt": header[1] if has else 0,
+        "parentSession": header[4] if has else None,
+        "seedLength": header[5] if has else None,
+        "origin": header[6] if has else None,
+        "delegationDepth": header[7] if has else None,
+        "path": path,
+        "encoding": encoding,
+        "events": events,
+        "lastSeq": last_seq,
+        "turns": turns,
+        "openTurn": open_turn,
+        "problems": [
+            *({"kind": kind, "message": message, "seq": seq} for kind, message, seq, _ in problems),
+            *(p.to_json_dict() for p in extra_problems),
+        ],
+    }
+
+
+def state_link_key(path: str, state: tuple[Any, ...]) -> tuple[str, str | None, int, str, bool]:
+    """`lineage.link_key` of a summary given as `SessionSummary.to_state` values."""
+    header = state[2]
+    if header is None:
+        return (state[0], None, 0, path, False)
+    return (state[0], header[4], header[1], path, True)
 
 
 def _read_all(fd: int, size: int) -> bytes:
