@@ -91,6 +91,21 @@ def timed(cmd: list[str], runs: int = 3, **kw: object) -> tuple[float, int, str]
     return statistics.median(walls), rss, out
 
 
+def timed_together(cmds: dict[str, list[str]], runs: int = 3) -> dict[str, tuple[float, int, str]]:
+    """`timed` for several commands, run in turns (a, b, c, a, b, c, ...): this VM's
+    speed drifts over seconds, and a figure and its baseline must see the same drift."""
+    walls: dict[str, list[float]] = {name: [] for name in cmds}
+    rss: dict[str, int] = dict.fromkeys(cmds, 0)
+    outs: dict[str, str] = dict.fromkeys(cmds, "")
+    for _ in range(runs):
+        for name, cmd in cmds.items():
+            wall, peak, out = timed(cmd, runs=1)
+            walls[name].append(wall)
+            rss[name] = max(rss[name], peak)
+            outs[name] = out
+    return {name: (statistics.median(walls[name]), rss[name], outs[name]) for name in cmds}
+
+
 def fmt_s(x: float) -> str:
     return f"{x:.3f} s"
 
@@ -113,11 +128,19 @@ def print_table(rows: list[Row]) -> None:
 def bench_show(big: Path, zst: Path, size: int, rows: list[Row]) -> None:
     naive = Path(big.parent / "naive.py")
     naive.write_text(NAIVE)
-    wc, _, _ = timed(["wc", "-l", str(big)])
-    naive_s, naive_rss, _ = timed([PYTHON, str(naive), str(big)])
-    show_s, show_rss, out = timed([TURNLINE, "show", "--json", str(big)])
+    got = timed_together(
+        {
+            "wc": ["wc", "-l", str(big)],
+            "naive": [PYTHON, str(naive), str(big)],
+            "show": [TURNLINE, "show", "--json", str(big)],
+            "zstd": [TURNLINE, "show", "--json", str(zst)],
+        }
+    )
+    wc = got["wc"][0]
+    naive_s, naive_rss, _ = got["naive"]
+    show_s, show_rss, out = got["show"]
     turns = len(orjson.loads(out)["turns"])
-    zst_s, zst_rss, zout = timed([TURNLINE, "show", "--json", str(zst)])
+    zst_s, zst_rss, zout = got["zstd"]
     same = orjson.loads(zout)["turns"] == orjson.loads(out)["turns"]
     rows.append(
         Row(
@@ -154,8 +177,15 @@ def bench_show(big: Path, zst: Path, size: int, rows: list[Row]) -> None:
 def bench_wide(root: Path, rows: list[Row], tui: bool) -> None:
     loop = root.parent / "header_loop.py"
     loop.write_text(HEADER_LOOP)
-    base_s, _, _ = timed([PYTHON, str(loop), str(root)])
-    ls_s, _, out = timed([TURNLINE, "ls", "--json", str(root)])
+    got = timed_together(
+        {
+            "loop": [PYTHON, str(loop), str(root)],
+            "ls": [TURNLINE, "ls", "--json", str(root)],
+        },
+        runs=5,
+    )
+    base_s = got["loop"][0]
+    ls_s, _, out = got["ls"]
     listed = len(orjson.loads(out))
     rows.append(
         Row(

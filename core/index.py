@@ -175,6 +175,7 @@ class _Indexer:
         self.stopped = False
         self.batch_file_start = 0  # zstd: compressed offset of the batch's first frame
         self._first_seq: int | None = None  # first seq of the line last decoded
+        self._frame_hint: tuple[list[_Frame] | None, int] = (None, 0)  # see `_line_no`
         self._last_report = time.monotonic()
         self._size = 1
 
@@ -273,7 +274,16 @@ class _Indexer:
         """LogReader's line number of the batch's line `index` (0-based)."""
         if frames is None:
             return self.line + index + 1
-        frame = frames[_frame_of(frames, index)]
+        # Asked in increasing order within a batch: walk on from the last frame found
+        # instead of searching (every structural line of a zstd batch asks).
+        hint_frames, k = self._frame_hint
+        if hint_frames is not frames or frames[k].first_line > index:
+            k = _frame_of(frames, index)
+        else:
+            while k + 1 < len(frames) and frames[k + 1].first_line <= index:
+                k += 1
+        self._frame_hint = (frames, k)
+        frame = frames[k]
         return frame.line_base + (index - frame.first_line) + 1
 
     def _consume_matches(
