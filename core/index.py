@@ -951,6 +951,25 @@ def index_log(
     return _result(ix, path, session_id, mtime)
 
 
+def index_prefix(path: Path, data: bytes) -> IndexedSession | None:
+    """Index `data`, the first whole lines of the raw log at `path` (its header line
+    included), as `index_log` indexes a file holding just those lines; None if they
+    hold any problem. `events_between` of the result reads `path` within `data`'s span.
+    """
+    ix = _Indexer(path, None, None)
+    nl = data.find(b"\n")
+    if ix.encoding is not Encoding.RAW or nl < 0 or not data.endswith(b"\n"):
+        return None
+    if not ix.take_header(data[:nl]) or ix.problems:
+        return None
+    ix.offset = nl + 1
+    if nl + 1 < len(data) and ix.consume(data[nl + 1 :], nl + 1, None) is not None:
+        return None
+    if ix.problems:
+        return None
+    return _result(ix, path, None, 0.0)
+
+
 def _from_full_read(path: Path, session_id: str | None, mtime: float) -> IndexedSession:
     contents = read_log(path)
     summary = from_contents(contents, session_id if session_id is not None else str(path), mtime)

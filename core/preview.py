@@ -8,8 +8,9 @@ whole). Anything unusual (no header, a fork child whose seed needs its parent, a
 that does not decode, a seq out of order) gives no preview: the app then simply waits
 for the real load, which reports every problem.
 
-It reads the log only through the core's own decoders (`parse_header`,
-`expand_record`, `TimelineBuilder`), so the preview can never disagree with a full read.
+The head is read by the index itself (`index.index_prefix`: structural lines parsed,
+the others checked by shape and seq), so the preview shows exactly what the index of
+the whole log will show for those turns, and reads a turn's events the same way.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from typing import Final
 
 import orjson
 
-from .codec import RecordError, expand_record, parse_header
-from .index import worth_indexing
+from .codec import parse_header
+from .index import IndexedSession, index_prefix, worth_indexing
 from .logfile import Encoding, encoding_of
-from .model import TURN_END, SessionEvent
-from .timeline import Timeline, TimelineBuilder
+from .model import SessionEvent
+from .timeline import Timeline
 
-#: Bytes of the head decoded: about fifteen turns of a real coding session, a pane full.
+#: Bytes of the head read: about fifteen turns of a real coding session, a pane full.
 HEAD_BYTES: Final = 1 << 20
+_TURN_END_LINE: Final = b'\n{"type":"turn/end"'
 
 
 @dataclass(frozen=True)
@@ -37,18 +39,16 @@ class HeadPreview:
     Attributes:
         path: The log.
         timeline: The closed turns found (a prefix of the full timeline's turns).
-        events: Every event up to the last `turn/end` of the head, in seq order.
+        head: The head indexed (up to its last `turn/end`), which reads their events.
     """
 
     path: Path
     timeline: Timeline
-    events: tuple[SessionEvent, ...]
+    head: IndexedSession
 
     def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
         """The previewed events whose seq lies in `[first_seq, last_seq]`."""
-        # Seqs are contiguous from 0 here (checked while reading): slice, don't scan.
-        stop = len(self.events) if last_seq is None else min(last_seq + 1, len(self.events))
-        return list(self.events[max(0, first_seq) : stop])
+        return self.head.events_between(first_seq, last_seq)
 
 
 def head_preview(path: Path, head_bytes: int = HEAD_BYTES) -> HeadPreview | None:
@@ -63,31 +63,25 @@ def head_preview(path: Path, head_bytes: int = HEAD_BYTES) -> HeadPreview | None
             head = fh.read(head_bytes)
     except OSError:
         return None
-    lines = head[: head.rfind(b"\n") + 1].split(b"\n")[:-1]
-    if len(lines) < 2:
+    nl = head.find(b"\n")
+    if nl < 0:
         return None
     try:
-        header, problems = parse_header(orjson.loads(lines[0]))
+        header, problems = parse_header(orjson.loads(head[:nl]))
     except orjson.JSONDecodeError:
         return None
     if header is None or problems or header.parent_session is not None or header.seed_length:
         return None
-    events: list[SessionEvent] = []
-    last_end = 0  # events up to (and including) the last turn/end read
-    for raw in lines[1:]:
-        try:
-            decoded = expand_record(orjson.loads(raw))
-        except (orjson.JSONDecodeError, RecordError):
-            break
-        if any(e.seq != len(events) + k for k, e in enumerate(decoded)):
-            break  # a gap or a repeat: the full read explains it, not a preview
-        events.extend(decoded)
-        if any(e.type == TURN_END for e in decoded):
-            last_end = len(events)
-    if last_end == 0:
+    # Up to the end of the head's last turn/end line (as dsh writes one; a head
+    # without one gives no preview).
+    last_end = head.rfind(_TURN_END_LINE)
+    end = head.find(b"\n", last_end + 1) + 1 if last_end > nl else 0
+    if end == 0:
         return None
-    kept = tuple(events[:last_end])
-    return HeadPreview(path, TimelineBuilder().feed(kept).snapshot(), kept)
+    indexed = index_prefix(path, head[:end])
+    if indexed is None or not indexed.timeline.turns:
+        return None
+    return HeadPreview(path, indexed.timeline, indexed)
 
 
 def worth_previewing(path: Path) -> bool:
