@@ -375,3 +375,60 @@ async def test_a_scan_started_before_the_app_is_the_one_it_shows(family: Family)
         assert app.snapshot is not None
         assert set(app.snapshot.summaries) == session_logs(family.root)
         assert app.session_tree.highlighted_path in session_logs(family.root)
+
+
+async def test_a_fork_that_cannot_be_written_reports_write_failed(
+    family: Family, monkeypatch: Any
+) -> None:
+    """A full disk (ENOSPC at fsync) during a fork: the core's WRITE_FAILED reaches the
+    user, and nothing is left on disk."""
+    from turnline.core.root import SessionRoot
+
+    real_fork = SessionRoot.fork
+
+    def fork_on_a_full_disk(self: SessionRoot, *args: Any, **kwargs: Any) -> Any:
+        def fail(step: str) -> None:
+            if step == "fsync":
+                raise OSError(28, "No space left on device")
+
+        return real_fork(self, *args, fault=fail, **kwargs)
+
+    monkeypatch.setattr(SessionRoot, "fork", fork_on_a_full_disk)
+    before = session_logs(family.root)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        app.query_one(TurnTimeline).focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("WRITE_FAILED" in m for m in notifications(app)))
+        message = next(m for m in notifications(app) if "WRITE_FAILED" in m)
+        assert "No space left on device" in message
+        assert not isinstance(app.screen, ForkScreen)
+        assert app.view is not None and app.view.path == family.parent  # still where it was
+    assert session_logs(family.root) == before
+    leftovers = [p for p in family.root.rglob("*") if p.name.startswith(".")]
+    assert leftovers == []  # no temporary file either
+
+
+async def test_the_command_palette_runs_the_apps_actions(family: Family) -> None:
+    from textual.command import CommandList, CommandPalette
+    from turnline.tui.screens import HelpScreen
+
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"keys and markers")
+
+        def listed() -> bool:
+            """the help command in the palette's list"""
+            found = app.screen.query(CommandList)
+            return bool(found) and found.first().option_count > 0
+
+        await wait_for(pilot, listed)
+        options = app.screen.query_one(CommandList)
+        first = str(options.get_option_at_index(0).prompt)
+        assert "Help" in first, first
+        await pilot.press("down", "enter")  # down: into the list, onto the first hit
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
