@@ -35,15 +35,17 @@ corruption is found while indexing, exactly as a full read finds it.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 import os
+import pickle
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, overload
+from typing import Any, Final, overload
 
 import orjson
 import zstandard
@@ -60,6 +62,7 @@ from .logfile import (
     turn_end_problem,
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .parallel import usable_cores
 from .summary import SessionSummary, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
@@ -514,10 +517,18 @@ def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
     if not ix.take_header(first[:nl]):
         return
     ix.offset = nl + 1
-    pos = nl + 1
-    while pos < size:
+    _index_raw_lines(ix, fd, nl + 1, size)
+
+
+def _index_raw_lines(
+    ix: _Indexer, fd: int, pos: int, size: int, *, limit: int | None = None
+) -> None:
+    """Index the records from file offset `pos` (a line start) to the end, or only to
+    `limit` (a line start too: the lines before it, with no tail check)."""
+    end_at = size if limit is None else limit
+    while pos < end_at:
         ix._tick(pos)
-        chunk = os.pread(fd, ix.block_size, pos)
+        chunk = os.pread(fd, min(ix.block_size, end_at - pos), pos)
         if not chunk:
             break
         end = chunk.rfind(b"\n") + 1
@@ -540,9 +551,168 @@ def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
             ix.stop(halt.stop, bad_line, rest)
             return
         pos += end
+    if limit is not None:
+        return
     ix.set_tail(None)
     if pos < size:
         ix.set_tail(torn_line_message(size - pos))
+
+
+# -- a big raw log on two cores ------------------------------------------------------
+
+#: Raw logs from this size are indexed in two halves at once, when two cores are free.
+SPLIT_THRESHOLD: Final = 32 << 20
+
+
+def _split_point(fd: int, start: int, size: int) -> tuple[int, int] | None:
+    """(offset just past the first `turn/end` line at or after `start`, that line's
+    seq), or None if there is none (as dsh writes one) or it does not decode."""
+    pos = start
+    while pos < size:
+        chunk = os.pread(fd, 1 << 20, pos)
+        if not chunk:
+            return None
+        k = chunk.find(b"\n" + _TURN_END_LINE)
+        if k >= 0:
+            data = _read_line(fd, pos + k + 1, size)  # from the line's start, past its end
+            nl = data.find(b"\n")
+            if nl < 0:
+                return None
+            line = data[: nl + 1]
+            try:
+                seq = orjson.loads(line).get("seq")
+            except (orjson.JSONDecodeError, AttributeError):
+                return None
+            if type(seq) is not int:
+                return None
+            return pos + k + 1 + len(line), seq
+        pos += max(len(chunk) - len(_TURN_END_LINE), 1)
+    return None
+
+
+def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
+    """Index a big raw log with a forked child taking the second half; False (having
+    read only the header) when the log is not split (then index it serially).
+
+    The child starts after a `turn/end` line past the middle, assuming the first half
+    is clean: the seq after that line comes next and no turn is open. The halves are
+    joined only when both are free of problems and the first half ends exactly as the
+    child assumed; in every other case `_index_raw_split` reports failure and the
+    caller indexes the whole log serially, so the result is always the serial one.
+    """
+    if not hasattr(os, "fork") or usable_cores() < 2 or size < SPLIT_THRESHOLD:
+        return False
+    first = os.pread(fd, 1 << 16, 0)
+    nl = first.find(b"\n")
+    if nl < 0:
+        return False
+    found = _split_point(fd, size // 2, size)
+    if found is None or found[0] >= size:
+        return False
+    split, end_seq = found
+    later = _Indexer(ix.path, None, None, ix.block_size)
+    if not later.take_header(first[:nl]):
+        return False
+    header_problems = list(later.problems)  # e.g. a missing version: both halves have them
+    later.offset = split
+    later.line = 0  # its lines are counted from the split (the header was counted here)
+    later.event_count = later.contiguous = end_seq + 1
+    later.last_seq = end_seq
+    later.builder = later.builder.starting_at(end_seq + 1)
+    try:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # the child: index the second half, send its state, leave
+        status = 1
+        try:
+            os.close(read_fd)
+            _index_raw_lines(later, fd, split, size)
+            payload = pickle.dumps(_half_state(later), protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_fd, view) :]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    done = False
+    try:
+        if not ix.take_header(first[:nl]):
+            return False
+        ix.offset = nl + 1
+        ix._size = max(split, 1)
+        _index_raw_lines(ix, fd, nl + 1, size, limit=split)
+        state = _collect_half(pid, read_fd)
+        done = True
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+            _collect_half(pid, read_fd)
+    clean = (
+        state is not None
+        and ix.problems == header_problems
+        and not ix.stopped
+        and ix.tail_problem is None
+        and ix.offset == split
+        and (ix.event_count, ix.contiguous, ix.last_seq) == (end_seq + 1, end_seq + 1, end_seq)
+    )
+    if not clean or state is None:
+        return False
+    later_builder, counts, anchors, end_offsets, flags, tail, problems, stopped = state
+    if problems != header_problems or stopped or not ix.builder.continue_with(later_builder):
+        return False
+    ix.event_count, ix.contiguous, ix.last_seq, ix.offset, lines = counts
+    ix.anchor_seqs.extend(anchors[0])
+    ix.anchor_pos.extend(anchors[1])
+    ix.anchor_skip.extend(anchors[2])
+    ix.end_offsets.update(end_offsets)
+    ix.increasing = ix.increasing and flags[0]
+    ix.utf8 = ix.utf8 and flags[1]
+    if tail is not None:
+        tail = LogProblem(tail.kind, tail.message, seq=tail.seq, line=tail.line + ix.line)
+    ix.tail_problem = tail
+    ix.line += lines
+    return True
+
+
+def _half_state(ix: _Indexer) -> tuple[Any, ...]:
+    """What the parent needs of a child's `_Indexer` (picklable)."""
+    return (
+        ix.builder,
+        (ix.event_count, ix.contiguous, ix.last_seq, ix.offset, ix.line),
+        (ix.anchor_seqs, ix.anchor_pos, ix.anchor_skip),
+        ix.end_offsets,
+        (ix.increasing, ix.utf8),
+        ix.tail_problem,
+        ix.problems,
+        ix.stopped,
+    )
+
+
+def _collect_half(pid: int, fd: int) -> tuple[Any, ...] | None:
+    """The child's state, or None if it did not deliver it."""
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError:
+        chunks = []
+    finally:
+        os.close(fd)
+    try:
+        status = os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        status = 1
+    if status != 0 or not chunks:
+        return None
+    try:
+        state = pickle.loads(b"".join(chunks))
+    except Exception:  # a reply that does not load: index serially instead
+        return None
+    return state if isinstance(state, tuple) and len(state) == 8 else None
 
 
 def _read_line(fd: int, pos: int, size: int) -> bytes:
@@ -932,7 +1102,9 @@ def index_log(
             mtime = st.st_mtime
             if ix.encoding is Encoding.ZSTD:
                 _index_zstd(ix, fd, st.st_size)
-            else:
+            elif not _index_raw_split(ix, fd, st.st_size):
+                if ix.header is not None:  # a split that was not joined: start over
+                    ix = _Indexer(path, progress, cancel, block_size)
                 _index_raw(ix, fd, st.st_size)
         except OSError as exc:
             ix.problems.append(

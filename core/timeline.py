@@ -174,6 +174,7 @@ class _TurnBuilder:
         self.user = ""
         self.inbox_user = ""
         self.assistant = ""
+        self.counted = False  # `number` came from counting the turns before it
 
     def finish(self, end: SessionEvent | None, reason: str, detail: str | None) -> Turn:
         return Turn(
@@ -208,6 +209,9 @@ class TimelineBuilder:
         self._turn_ends: list[int] = []
         self._current: _TurnBuilder | None = None
         self._lead_in = 0  # first seq after the previous turn's end
+        #: A finished turn was numbered by counting the turns before it (its records
+        #: had no number): see `continue_with`.
+        self._counted = False
 
     def feed(self, events: Iterable[SessionEvent]) -> TimelineBuilder:
         """Consume events in seq order; never raises on odd event shapes."""
@@ -223,14 +227,17 @@ class TimelineBuilder:
         if etype == TURN_START:
             if current is not None and current.start_seq is not None:
                 # A turn/start without a turn/end before it: the earlier turn never closed.
+                self._counted |= current.counted
                 self._turns.append(current.finish(None, "open", "no turn/end before the next turn"))
                 self._lead_in = event.seq
                 current = None
             number = data.get("turn")
             if current is None:
                 current = _TurnBuilder(_turn_number(number, len(self._turns) + 1), self._lead_in)
-            else:
+                current.counted = not _is_number(number)
+            elif _is_number(number):
                 current.number = _turn_number(number, current.number)
+                current.counted = False
             current.start_seq = event.seq
             current.started = event.time
             self._current = current
@@ -246,11 +253,14 @@ class TimelineBuilder:
             current = _TurnBuilder(
                 _turn_number(data.get("turn"), len(self._turns) + 1), self._lead_in
             )
+            current.counted = not _is_number(data.get("turn"))
             self._current = current
         if etype == TURN_END:
             reason, detail = _reason(data)
             if current.start_seq is None and isinstance(data.get("turn"), int):
                 current.number = data["turn"]
+                current.counted = False
+            self._counted |= current.counted
             self._turns.append(current.finish(event, reason, detail))
             self._turn_ends.append(event.seq)
             self._current = None
@@ -277,6 +287,38 @@ class TimelineBuilder:
                         current.inbox_user = message_text(message)
                         break
 
+    def starting_at(self, lead_in: int) -> TimelineBuilder:
+        """A fresh builder (same seed length) for the events from seq `lead_in` on,
+        which follow a `turn/end`: fed those events and passed to `continue_with`, it
+        gives what feeding them to this builder gives."""
+        later = TimelineBuilder(self.seed_length)
+        later._lead_in = lead_in
+        return later
+
+    def continue_with(self, later: TimelineBuilder) -> bool:
+        """Take over the turns `later` built from the events after this builder's.
+
+        `later` comes from `starting_at(seq after this builder's last turn/end)`.
+        Nothing that builder saw depends on the turns before it, except the number of
+        a turn whose record has none (it counts the turns before it): then, or if this
+        builder has a turn open, nothing changes and the answer is False.
+        """
+        counted = later._counted or (later._current is not None and later._current.counted)
+        if self._current is not None or counted or later.seed_length != self.seed_length:
+            return False
+        self._turns.extend(later._turns)
+        self._turn_ends.extend(later._turn_ends)
+        if later._title is not None:
+            self._title = later._title
+        if self._first_user is None:
+            self._first_user = later._first_user
+        if later._end_seed is not None:
+            self._end_seed = later._end_seed
+        self._current = later._current
+        self._lead_in = later._lead_in
+        self._counted = self._counted or later._counted
+        return True
+
     def snapshot(self) -> Timeline:
         """The timeline so far (an open last turn included)."""
         turns = list(self._turns)
@@ -295,6 +337,10 @@ class TimelineBuilder:
 def build_timeline(events: Iterable[SessionEvent], seed_length: int = 0) -> Timeline:
     """Group events into turns. Tolerates odd logs: never raises on event shapes."""
     return TimelineBuilder(seed_length).feed(events).snapshot()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _turn_number(value: Any, default: int) -> int:
