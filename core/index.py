@@ -651,6 +651,19 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
             _collect_half(pid, read_fd)
+    return _join(ix, state, split, end_seq, header_problems)
+
+
+def _join(
+    ix: _Indexer,
+    state: tuple[Any, ...] | None,
+    split: int,
+    end_seq: int,
+    header_problems: list[LogProblem],
+) -> bool:
+    """Take the second half's state into `ix` (the first half, read up to `split`),
+    if the two meet exactly: both free of problems beyond the header's, and the
+    first half ending where the second assumed (seq `end_seq` last, no turn open)."""
     clean = (
         state is not None
         and ix.problems == header_problems
@@ -692,8 +705,8 @@ def _half_state(ix: _Indexer) -> tuple[Any, ...]:
     )
 
 
-def _collect_half(pid: int, fd: int) -> tuple[Any, ...] | None:
-    """The child's state, or None if it did not deliver it."""
+def _collect_half(pid: int, fd: int, expect: int | None = 8) -> tuple[Any, ...] | None:
+    """The child's reply (a tuple of `expect` items), or None if it did not deliver it."""
     chunks: list[bytes] = []
     try:
         while chunk := os.read(fd, 1 << 20):
@@ -712,7 +725,7 @@ def _collect_half(pid: int, fd: int) -> tuple[Any, ...] | None:
         state = pickle.loads(b"".join(chunks))
     except Exception:  # a reply that does not load: index serially instead
         return None
-    return state if isinstance(state, tuple) and len(state) == 8 else None
+    return state if isinstance(state, tuple) and len(state) == expect else None
 
 
 def _read_line(fd: int, pos: int, size: int) -> bytes:
@@ -770,13 +783,21 @@ class _FrameReader:
             window = min(window * 2, 1 << 22)
 
 
-def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
+def _index_zstd(
+    ix: _Indexer, fd: int, size: int, *, start: int = 0, split_at: int | None = None
+) -> tuple[int, int] | None:
+    """Index a zstd log's frames from compressed offset `start` (0: the header frame).
+
+    With `split_at`, stop after the first frame that ends at or past it with a
+    `turn/end` line (see `_zstd_split`) and return (where it ends, that line's seq);
+    otherwise (and if reading stops before) return None.
+    """
     ix._size = max(size, 1)
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
-        return
+        return None
     reader = _FrameReader(fd, size)
-    pos = 0
+    pos = start
     batch: list[bytes] = []
     frames: list[_Frame] = []
     batch_lines = batch_bytes = 0
@@ -811,14 +832,14 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
         got = reader.frame(pos)
         if got is None or isinstance(got, str) or (got[0] and not got[0].endswith(b"\n")):
             if not flush():
-                return
+                return None
             if got is None:
                 ix.set_tail(torn_frame_message(size - pos))
             elif isinstance(got, str):
                 corrupt(f"zstd frame {ix.line + 1} does not decode ({got})")
             else:
                 corrupt(f"zstd frame {ix.line + 1} does not end with a newline")
-            return
+            return None
         content, used = got
         if ix.header is None:
             # The header frame (LogReader numbers zstd lines by frame: see _Frame).
@@ -830,14 +851,14 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
             frame_no = ix.line
             nl = content.find(b"\n")
             if not ix.take_header(content[:nl]):
-                return
+                return None
             if nl + 1 < len(content):
                 rest_lines = content[nl + 1 :]
                 ix.batch_file_start = pos
                 batch = [rest_lines]
                 frames = [_Frame(0, frame_no + 1, len(rest_lines), pos + used, nl + 1)]
                 if not flush():
-                    return
+                    return None
             ix.line = frame_no + 1
             pos += used
             ix.offset = pos
@@ -851,10 +872,155 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
         batch_bytes += len(content)
         line_base += 1
         pos += used
+        if split_at is not None and split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return (pos, seq) if flush() else None
         if batch_bytes >= ix.block_size and not flush():
-            return
+            return None
     if flush():
         ix.set_tail(None)
+    return None
+
+
+def _turn_end_seq_at_end(content: bytes) -> int | None:
+    """The seq of `content`'s last line if it is a `turn/end` record (as dsh writes one)."""
+    last = content[content.rfind(b"\n", 0, len(content) - 1) + 1 :]
+    if not last.startswith(_TURN_END_LINE):
+        return None
+    try:
+        seq = orjson.loads(last).get("seq")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return seq if type(seq) is int else None
+
+
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+
+
+def _frame_end(reader: _FrameReader, pos: int) -> int | None:
+    """Where the zstd frame at `pos` ends, from its frame and block headers (nothing
+    decompressed); None if the bytes there are not a whole plain zstd frame."""
+    head = reader._ensure(pos, 18)
+    if len(head) < 6 or bytes(head[:4]) != _ZSTD_MAGIC:
+        return None
+    try:
+        at = pos + zstandard.frame_header_size(bytes(head[:18]))
+    except zstandard.ZstdError:
+        return None
+    checksum = 4 if head[4] & 0x04 else 0
+    while True:
+        block = reader._ensure(at, 3)
+        if len(block) < 3:
+            return None
+        h = block[0] | block[1] << 8 | block[2] << 16
+        kind, length = (h >> 1) & 3, h >> 3
+        if kind == 3:
+            return None
+        at += 3 + (1 if kind == 1 else length)
+        if h & 1:
+            end = at + checksum
+            return end if end <= reader.size else None
+
+
+def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, bytes] | None:
+    """Where `_index_zstd(split_at=...)` stops, found without indexing: frames before
+    the middle are skipped by their headers, the ones after decoded until one ends
+    with a turn/end. (offset, that line's seq, the header line), or None."""
+    reader = _FrameReader(fd, size)
+    pos = 0
+    header: bytes | None = None
+    while pos < size:
+        if header is not None:
+            end = _frame_end(reader, pos)
+            if end is None:
+                return None
+            if end < split_at:
+                pos = end
+                continue
+        got = reader.frame(pos)
+        if got is None or isinstance(got, str):
+            return None
+        content, used = got
+        pos += used
+        if header is None:
+            if content:
+                nl = content.find(b"\n")
+                if nl < 0:
+                    return None
+                header = content[:nl]
+            continue
+        if split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return pos, seq, header
+    return None
+
+
+#: zstd logs from this compressed size are indexed in two halves at once.
+ZSTD_SPLIT_THRESHOLD: Final = SPLIT_THRESHOLD // 4
+
+
+def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
+    """`_index_raw_split` for a zstd log: True when `ix` holds the whole result.
+
+    The parent indexes frames until the first frame past the middle that ends with a
+    `turn/end`; the child finds that same frame by decoding (not indexing) the first
+    half, and indexes from there. If the parent never gets there (no such frame, or
+    it stopped at a problem) it simply read the whole log: its result stands.
+    """
+    if not hasattr(os, "fork") or usable_cores() < 2 or size < ZSTD_SPLIT_THRESHOLD:
+        return False
+    split_at = size // 2
+    try:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # the child: find the split, index the second half, send its state
+        status = 1
+        try:
+            os.close(read_fd)
+            reply: tuple[Any, ...] | None = None
+            found = _zstd_split_point(fd, size, split_at)
+            if found is not None:
+                split, end_seq, header_line = found
+                later = _Indexer(ix.path, None, None, ix.block_size)
+                if later.take_header(header_line):
+                    header_problems = list(later.problems)
+                    later.offset = split
+                    later.line = 0
+                    later.event_count = later.contiguous = end_seq + 1
+                    later.last_seq = end_seq
+                    later.builder = later.builder.starting_at(end_seq + 1)
+                    _index_zstd(later, fd, size, start=split)
+                    reply = (split, header_problems, _half_state(later))
+            payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_fd, view) :]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    done = False
+    try:
+        stopped_at = _index_zstd(ix, fd, size, split_at=split_at)
+        if stopped_at is None:
+            os.kill(pid, 9)
+            _collect_half(pid, read_fd, expect=None)
+            done = True
+            return True  # no split on the way: this is the serial result
+        reply = _collect_half(pid, read_fd, expect=3)
+        done = True
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+            _collect_half(pid, read_fd, expect=None)
+    if reply is None or reply[0] != stopped_at[0]:
+        return False
+    return _join(ix, reply[2], stopped_at[0], stopped_at[1], reply[1])
 
 
 # -- the result ----------------------------------------------------------------------
@@ -1101,7 +1267,10 @@ def index_log(
             st = os.fstat(fd)
             mtime = st.st_mtime
             if ix.encoding is Encoding.ZSTD:
-                _index_zstd(ix, fd, st.st_size)
+                if not _index_zstd_split(ix, fd, st.st_size):
+                    if ix.header is not None or ix.problems:  # a split that was not joined
+                        ix = _Indexer(path, progress, cancel, block_size)
+                    _index_zstd(ix, fd, st.st_size)
             elif not _index_raw_split(ix, fd, st.st_size):
                 if ix.header is not None:  # a split that was not joined: start over
                     ix = _Indexer(path, progress, cancel, block_size)
