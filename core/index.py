@@ -792,7 +792,7 @@ def _index_zstd(
     `turn/end` line (see `_zstd_split`) and return (where it ends, that line's seq);
     otherwise (and if reading stops before) return None.
     """
-    ix._size = max(size, 1)
+    ix._size = max(size if split_at is None else split_at, 1)  # progress: of this half
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return None
