@@ -38,7 +38,6 @@ import bisect
 import contextlib
 import copy
 import os
-import pickle
 import re
 import threading
 import time
@@ -600,6 +599,8 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     child assumed; in every other case `_index_raw_split` reports failure and the
     caller indexes the whole log serially, so the result is always the serial one.
     """
+    import pickle  # only big logs need it: not at every start
+
     if not hasattr(os, "fork") or usable_cores() < 2 or size < SPLIT_THRESHOLD:
         return False
     first = os.pread(fd, 1 << 16, 0)
@@ -707,6 +708,8 @@ def _half_state(ix: _Indexer) -> tuple[Any, ...]:
 
 def _collect_half(pid: int, fd: int, expect: int | None = 8) -> tuple[Any, ...] | None:
     """The child's reply (a tuple of `expect` items), or None if it did not deliver it."""
+    import pickle  # only big logs need it: not at every start
+
     chunks: list[bytes] = []
     try:
         while chunk := os.read(fd, 1 << 20):
@@ -969,6 +972,8 @@ def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
     half, and indexes from there. If the parent never gets there (no such frame, or
     it stopped at a problem) it simply read the whole log: its result stands.
     """
+    import pickle  # only big logs need it: not at every start
+
     if not hasattr(os, "fork") or usable_cores() < 2 or size < ZSTD_SPLIT_THRESHOLD:
         return False
     split_at = size // 2

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
@@ -205,6 +204,8 @@ _META_KEYS = {
 
 def new_session_id() -> str:
     """The store's id policy: a random UUID4 string."""
+    import uuid  # here: the module costs a few ms at every start, forks are rare
+
     return str(uuid.uuid4())
 
 
