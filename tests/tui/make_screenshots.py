@@ -34,6 +34,10 @@ async def shoot(
             await pilot.press(*keys)
             await pilot.pause(0.3)
         app.title = "turnline"
+        # As the snapshot plugin does: let every pending refresh and animation land
+        # (a screenshot taken at once showed the detail pane before its blocks drew).
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.3)
         return Path(app.save_screenshot(f"{name}.svg", path=str(OUT)))
 
 

@@ -432,3 +432,38 @@ async def test_the_command_palette_runs_the_apps_actions(family: Family) -> None
         assert "Help" in first, first
         await pilot.press("down", "enter")  # down: into the list, onto the first hit
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+
+async def test_tab_moves_between_the_panes_and_enter_unfolds_the_detail(family: Family) -> None:
+    """The detail pane's foldable blocks are not Tab stops: Tab cycles the three panes,
+    and Enter in the detail pane folds or unfolds every block of the turn."""
+    from turnline.tui.widgets._turn_detail import Fold
+
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        timeline = app.query_one(TurnTimeline)
+        timeline.focus()
+        timeline.move_cursor(row=0)
+        detail = app.query_one(TurnDetail)
+
+        def blocks() -> bool:
+            """the first turn's tool-call blocks in the detail pane"""
+            return len(detail.query(Fold)) >= 2
+
+        await wait_for(pilot, blocks)
+        assert not any(fold.collapsed for fold in detail.query(Fold))  # short: shown open
+        tree = app.query_one(SessionTree)
+        tree.focus()
+        await pilot.pause()
+        for expected in (timeline, detail, tree, timeline):
+            await pilot.press("tab")
+            assert app.focused is expected
+        await pilot.press("shift+tab")
+        assert app.focused is tree
+        detail.focus()
+        await pilot.press("enter")  # none folded: fold them all
+        await pilot.pause()
+        assert all(fold.collapsed for fold in detail.query(Fold))
+        await pilot.press("enter")  # some folded: unfold them all
+        await pilot.pause()
+        assert not any(fold.collapsed for fold in detail.query(Fold))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import orjson
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widget import Widget
@@ -178,8 +179,22 @@ def problem_lines(problems: tuple[LogProblem, ...]) -> Text:
     return text
 
 
+class Fold(Collapsible):
+    """A folded block of the detail pane: its title is not a Tab stop.
+
+    Tab moves between the three panes; a turn with twenty tool calls would otherwise
+    hold twenty stops. The pane's Enter (un)folds every block; a click folds one.
+    """
+
+    can_focus_children = False
+
+
 class TurnDetail(VerticalScroll):
     """What happened in the highlighted turn; the log's problems above it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "toggle_folds", "Unfold all"),
+    ]
 
     DEFAULT_CSS = """
     TurnDetail > .role { text-style: bold; margin-top: 1; }
@@ -201,6 +216,14 @@ class TurnDetail(VerticalScroll):
         self._turn: Turn | None = None
         self._events: list[SessionEvent] = []
         self._note: str | None = None
+
+    def action_toggle_folds(self) -> None:
+        """Unfold every block of the turn, or fold them all if none is folded (a turn
+        without folded blocks: nothing happens)."""
+        folds = list(self.query(Fold))
+        unfold = any(fold.collapsed for fold in folds)
+        for fold in folds:
+            fold.collapsed = not unfold
 
     def show_turn(
         self,
@@ -283,7 +306,7 @@ class TurnDetail(VerticalScroll):
                 widgets.append(Static(literal(block.text)))
             elif block.kind == "reasoning":
                 widgets.append(
-                    Collapsible(
+                    Fold(
                         Static(literal(block.text, style="italic")),
                         title="reasoning",
                         collapsed=True,
@@ -292,9 +315,7 @@ class TurnDetail(VerticalScroll):
             elif block.kind == "context":
                 title = escape(f"context ({one_line(block.title, 30)})")
                 widgets.append(
-                    Collapsible(
-                        Static(literal(block.text, style="dim")), title=title, collapsed=True
-                    )
+                    Fold(Static(literal(block.text, style="dim")), title=title, collapsed=True)
                 )
             elif block.kind == "error":
                 widgets.append(Static(Text("✖ error", style="bold"), classes="role error"))
@@ -316,4 +337,4 @@ class TurnDetail(VerticalScroll):
                 safe_text(tool.result, keep_newlines=True), style="red" if tool.is_error else ""
             )
         collapsed = _long(tool.arguments) or _long(tool.result or "")
-        return Collapsible(Static(body), title=title, collapsed=collapsed)
+        return Fold(Static(body), title=title, collapsed=collapsed)
