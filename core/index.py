@@ -61,7 +61,7 @@ from .logfile import (
     turn_end_problem,
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .parallel import usable_cores
+from .parallel import child_reply, fork_child, usable_cores, write_all
 from .summary import SessionSummary, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
@@ -601,7 +601,7 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     """
     import pickle  # only big logs need it: not at every start
 
-    if not hasattr(os, "fork") or usable_cores() < 2 or size < SPLIT_THRESHOLD:
+    if usable_cores() < 2 or size < SPLIT_THRESHOLD:
         return False
     first = os.pread(fd, 1 << 16, 0)
     nl = first.find(b"\n")
@@ -620,24 +620,15 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     later.event_count = later.contiguous = end_seq + 1
     later.last_seq = end_seq
     later.builder = later.builder.starting_at(end_seq + 1)
-    try:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-    except OSError:
+
+    def work(out: int) -> None:  # in the child: index the second half, send its state
+        _index_raw_lines(later, fd, split, size)
+        write_all(out, pickle.dumps(_half_state(later), protocol=pickle.HIGHEST_PROTOCOL))
+
+    child = fork_child(work)
+    if child is None:
         return False
-    if pid == 0:  # the child: index the second half, send its state, leave
-        status = 1
-        try:
-            os.close(read_fd)
-            _index_raw_lines(later, fd, split, size)
-            payload = pickle.dumps(_half_state(later), protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(write_fd, view) :]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
+    pid, read_fd = child
     done = False
     try:
         if not ix.take_header(first[:nl]):
@@ -710,22 +701,11 @@ def _collect_half(pid: int, fd: int, expect: int | None = 8) -> tuple[Any, ...] 
     """The child's reply (a tuple of `expect` items), or None if it did not deliver it."""
     import pickle  # only big logs need it: not at every start
 
-    chunks: list[bytes] = []
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    except OSError:
-        chunks = []
-    finally:
-        os.close(fd)
-    try:
-        status = os.waitpid(pid, 0)[1]
-    except ChildProcessError:
-        status = 1
-    if status != 0 or not chunks:
+    reply = child_reply(pid, fd)
+    if reply is None:
         return None
     try:
-        state = pickle.loads(b"".join(chunks))
+        state = pickle.loads(reply)
     except Exception:  # a reply that does not load: index serially instead
         return None
     return state if isinstance(state, tuple) and len(state) == expect else None
@@ -974,40 +954,31 @@ def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
     """
     import pickle  # only big logs need it: not at every start
 
-    if not hasattr(os, "fork") or usable_cores() < 2 or size < ZSTD_SPLIT_THRESHOLD:
+    if usable_cores() < 2 or size < ZSTD_SPLIT_THRESHOLD:
         return False
     split_at = size // 2
-    try:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-    except OSError:
+
+    def work(out: int) -> None:  # in the child: find the split, index the rest, send it
+        reply: tuple[Any, ...] | None = None
+        found = _zstd_split_point(fd, size, split_at)
+        if found is not None:
+            split, end_seq, header_line = found
+            later = _Indexer(ix.path, None, None, ix.block_size)
+            if later.take_header(header_line):
+                header_problems = list(later.problems)
+                later.offset = split
+                later.line = 0
+                later.event_count = later.contiguous = end_seq + 1
+                later.last_seq = end_seq
+                later.builder = later.builder.starting_at(end_seq + 1)
+                _index_zstd(later, fd, size, start=split)
+                reply = (split, header_problems, _half_state(later))
+        write_all(out, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+
+    child = fork_child(work)
+    if child is None:
         return False
-    if pid == 0:  # the child: find the split, index the second half, send its state
-        status = 1
-        try:
-            os.close(read_fd)
-            reply: tuple[Any, ...] | None = None
-            found = _zstd_split_point(fd, size, split_at)
-            if found is not None:
-                split, end_seq, header_line = found
-                later = _Indexer(ix.path, None, None, ix.block_size)
-                if later.take_header(header_line):
-                    header_problems = list(later.problems)
-                    later.offset = split
-                    later.line = 0
-                    later.event_count = later.contiguous = end_seq + 1
-                    later.last_seq = end_seq
-                    later.builder = later.builder.starting_at(end_seq + 1)
-                    _index_zstd(later, fd, size, start=split)
-                    reply = (split, header_problems, _half_state(later))
-            payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(write_fd, view) :]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
+    pid, read_fd = child
     done = False
     try:
         stopped_at = _index_zstd(ix, fd, size, split_at=split_at)

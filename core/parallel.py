@@ -85,10 +85,16 @@ def split_map(
     return results
 
 
-def _spawn(
-    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T], start: int, end: int
-) -> tuple[int, int, int, int] | None:
-    """Fork a child computing `items[start:end]`; (pid, read end, start, end) or None."""
+def fork_child(work: Callable[[int], None], *, keep: Sequence[int] = ()) -> tuple[int, int] | None:
+    """Fork a child that runs `work(write_fd)` and leaves; (pid, read fd) or None.
+
+    The child closes the read end (and any fd in `keep`: read ends of earlier
+    children that belong to the parent), runs `work`, and leaves with `os._exit`:
+    status 0 if `work` returned, 1 if it raised. No atexit handlers run in it and no
+    buffer inherited from the parent is flushed. Read its reply with `child_reply`.
+    """
+    if not hasattr(os, "fork"):
+        return None
     try:
         read_fd, write_fd = os.pipe()
     except OSError:
@@ -106,20 +112,26 @@ def _spawn(
     if pid == 0:  # the child
         status = 1
         try:
-            os.close(read_fd)
-            payload = marshal.dumps([pack(func(item)) for item in items[start:end]])
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(write_fd, view) :]
+            for fd in (read_fd, *keep):
+                os.close(fd)
+            work(write_fd)
             status = 0
         finally:
             os._exit(status)
     os.close(write_fd)
-    return pid, read_fd, start, end
+    return pid, read_fd
 
 
-def _collect(pid: int, fd: int, expected: int) -> list[object] | None:
-    """A child's packed results, or None if it did not deliver all of them."""
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (a pipe takes it in pieces)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def child_reply(pid: int, fd: int) -> bytes | None:
+    """Everything a `fork_child` child wrote, if it ended well (status 0, something
+    written); else None. Reads to the end, closes `fd` and reaps the child."""
     chunks: list[bytes] = []
     try:
         while chunk := os.read(fd, 1 << 20):
@@ -128,14 +140,36 @@ def _collect(pid: int, fd: int, expected: int) -> list[object] | None:
         chunks = []
     finally:
         os.close(fd)
+    return b"".join(chunks) if reaped(pid) and chunks else None
+
+
+def reaped(pid: int) -> bool:
+    """Wait for a child; True if it exited with status 0."""
     try:
-        _, status = os.waitpid(pid, 0)
+        return os.waitpid(pid, 0)[1] == 0
     except ChildProcessError:
-        status = 1
-    if status != 0 or not chunks:
+        return False
+
+
+def _spawn(
+    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T], start: int, end: int
+) -> tuple[int, int, int, int] | None:
+    """Fork a child computing `items[start:end]`; (pid, read end, start, end) or None."""
+
+    def work(fd: int) -> None:
+        write_all(fd, marshal.dumps([pack(func(item)) for item in items[start:end]]))
+
+    child = fork_child(work)
+    return None if child is None else (*child, start, end)
+
+
+def _collect(pid: int, fd: int, expected: int) -> list[object] | None:
+    """A child's packed results, or None if it did not deliver all of them."""
+    reply = child_reply(pid, fd)
+    if reply is None:
         return None
     try:
-        share = marshal.loads(b"".join(chunks))
+        share = marshal.loads(reply)
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(share, list) or len(share) != expected:

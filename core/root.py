@@ -45,7 +45,7 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
-from .parallel import MIN_SHARE, split_map, usable_cores
+from .parallel import MIN_SHARE, fork_child, reaped, split_map, usable_cores, write_all
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
 from .summary import (
     SessionSummary,
@@ -389,40 +389,23 @@ class BackgroundScan:
     def _fork(
         self, root: SessionRoot, share: Sequence[_Found] | None, seen: frozenset[tuple[int, int]]
     ) -> tuple[int, int] | None:
-        try:
-            read_fd, write_fd = os.pipe()
-        except OSError:
-            return None
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
-            return None
-        if pid == 0:  # the child: scan, reply, leave without any teardown
-            status = 1
-            try:
-                for fd in [fd for _, fd in self._children] + [read_fd]:
-                    os.close(fd)  # the read ends are the parent's
-                if share is None:
-                    found, problems = root._scan_states()
-                    _send(write_fd, [(found, problems, [])])
-                else:
-                    for k in range(0, len(share), self.BATCH):
-                        _send(write_fd, [_scan_unit(seen, u) for u in share[k : k + self.BATCH]])
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(write_fd)
-        return pid, read_fd
+        def work(fd: int) -> None:  # in the child: scan its share, batch by batch
+            if share is None:
+                found, problems = root._scan_states()
+                _send(fd, [(found, problems, [])])
+                return
+            for k in range(0, len(share), self.BATCH):
+                _send(fd, [_scan_unit(seen, u) for u in share[k : k + self.BATCH]])
+
+        # The read ends of earlier children are the parent's: the child closes them.
+        return fork_child(work, keep=[fd for _, fd in self._children])
 
     def _abandon(self) -> None:
         for pid, fd in self._children:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+            reaped(pid)
         self._children = []
 
     def result(self) -> list[SessionSummary]:
@@ -475,10 +458,7 @@ class BackgroundScan:
                                 logs[k].append((path, sid, summary))
         for pid, fd in children:
             os.close(fd)
-            try:
-                ok = os.waitpid(pid, 0)[1] == 0 and ok
-            except ChildProcessError:
-                ok = False
+            ok = reaped(pid) and ok
         if not ok or any(buffers):
             return None
         keys = set(self._walked)
@@ -500,9 +480,7 @@ _Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tupl
 def _send(fd: int, results: list[_UnitResult]) -> None:
     """Write one length-prefixed batch of results to a pipe."""
     payload = marshal.dumps(results)
-    view = memoryview(len(payload).to_bytes(8, "little") + payload)
-    while view:
-        view = view[os.write(fd, view) :]
+    write_all(fd, len(payload).to_bytes(8, "little") + payload)
 
 
 def _frames(buffer: bytearray) -> Iterator[bytes]:
