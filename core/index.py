@@ -35,7 +35,6 @@ corruption is found while indexing, exactly as a full read finds it.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import copy
 import os
 import re
@@ -61,7 +60,7 @@ from .logfile import (
     turn_end_problem,
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .parallel import child_reply, fork_child, usable_cores, write_all
+from .parallel import abandon, child_reply, fork_child, usable_cores, write_all
 from .summary import SessionSummary, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
@@ -611,15 +610,10 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     if found is None or found[0] >= size:
         return False
     split, end_seq = found
-    later = _Indexer(ix.path, None, None, ix.block_size)
-    if not later.take_header(first[:nl]):
+    later = _second_half(ix, first[:nl], split, end_seq)
+    if later is None:
         return False
     header_problems = list(later.problems)  # e.g. a missing version: both halves have them
-    later.offset = split
-    later.line = 0  # its lines are counted from the split (the header was counted here)
-    later.event_count = later.contiguous = end_seq + 1
-    later.last_seq = end_seq
-    later.builder = later.builder.starting_at(end_seq + 1)
 
     def work(out: int) -> None:  # in the child: index the second half, send its state
         _index_raw_lines(later, fd, split, size)
@@ -628,22 +622,32 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     child = fork_child(work)
     if child is None:
         return False
-    pid, read_fd = child
-    done = False
     try:
         if not ix.take_header(first[:nl]):
+            abandon(*child)
             return False
         ix.offset = nl + 1
         ix._size = max(split, 1)
         _index_raw_lines(ix, fd, nl + 1, size, limit=split)
-        state = _collect_half(pid, read_fd)
-        done = True
-    finally:
-        if not done:
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-            _collect_half(pid, read_fd)
+    except BaseException:  # cancelled (or worse): the child is not waited for
+        abandon(*child)
+        raise
+    state = _collect_half(*child)
     return _join(ix, state, split, end_seq, header_problems)
+
+
+def _second_half(ix: _Indexer, header_line: bytes, split: int, end_seq: int) -> _Indexer | None:
+    """An indexer for the records from `split` on, set as a clean first half ending with
+    the `turn/end` of seq `end_seq` would leave it; None if the header does not parse."""
+    later = _Indexer(ix.path, None, None, ix.block_size)
+    if not later.take_header(header_line):
+        return None
+    later.offset = split
+    later.line = 0  # its lines are counted from the split (the header was counted here)
+    later.event_count = later.contiguous = end_seq + 1
+    later.last_seq = end_seq
+    later.builder = later.builder.starting_at(end_seq + 1)
+    return later
 
 
 def _join(
@@ -963,14 +967,9 @@ def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
         found = _zstd_split_point(fd, size, split_at)
         if found is not None:
             split, end_seq, header_line = found
-            later = _Indexer(ix.path, None, None, ix.block_size)
-            if later.take_header(header_line):
+            later = _second_half(ix, header_line, split, end_seq)
+            if later is not None:
                 header_problems = list(later.problems)
-                later.offset = split
-                later.line = 0
-                later.event_count = later.contiguous = end_seq + 1
-                later.last_seq = end_seq
-                later.builder = later.builder.starting_at(end_seq + 1)
                 _index_zstd(later, fd, size, start=split)
                 reply = (split, header_problems, _half_state(later))
         write_all(out, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
@@ -978,22 +977,15 @@ def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
     child = fork_child(work)
     if child is None:
         return False
-    pid, read_fd = child
-    done = False
     try:
         stopped_at = _index_zstd(ix, fd, size, split_at=split_at)
-        if stopped_at is None:
-            os.kill(pid, 9)
-            _collect_half(pid, read_fd, expect=None)
-            done = True
-            return True  # no split on the way: this is the serial result
-        reply = _collect_half(pid, read_fd, expect=3)
-        done = True
-    finally:
-        if not done:
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-            _collect_half(pid, read_fd, expect=None)
+    except BaseException:  # cancelled (or worse): the child is not waited for
+        abandon(*child)
+        raise
+    if stopped_at is None:
+        abandon(*child)
+        return True  # no split on the way: this is the serial result
+    reply = _collect_half(*child, expect=3)
     if reply is None or reply[0] != stopped_at[0]:
         return False
     return _join(ix, reply[2], stopped_at[0], stopped_at[1], reply[1])
@@ -1242,15 +1234,13 @@ def index_log(
         try:
             st = os.fstat(fd)
             mtime = st.st_mtime
-            if ix.encoding is Encoding.ZSTD:
-                if not _index_zstd_split(ix, fd, st.st_size):
-                    if ix.header is not None or ix.problems:  # a split that was not joined
-                        ix = _Indexer(path, progress, cancel, block_size)
+            split = _index_zstd_split if ix.encoding is Encoding.ZSTD else _index_raw_split
+            if not split(ix, fd, st.st_size):
+                ix = _Indexer(path, progress, cancel, block_size)  # (a split may have begun)
+                if ix.encoding is Encoding.ZSTD:
                     _index_zstd(ix, fd, st.st_size)
-            elif not _index_raw_split(ix, fd, st.st_size):
-                if ix.header is not None:  # a split that was not joined: start over
-                    ix = _Indexer(path, progress, cancel, block_size)
-                _index_raw(ix, fd, st.st_size)
+                else:
+                    _index_raw(ix, fd, st.st_size)
         except OSError as exc:
             ix.problems.append(
                 LogProblem(

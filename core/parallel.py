@@ -16,6 +16,7 @@ flushing of buffers inherited from the parent).
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import warnings
@@ -141,6 +142,13 @@ def child_reply(pid: int, fd: int) -> bytes | None:
     finally:
         os.close(fd)
     return b"".join(chunks) if reaped(pid) and chunks else None
+
+
+def abandon(pid: int, fd: int) -> None:
+    """Stop a `fork_child` child whose reply is not wanted, and reap it."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+    child_reply(pid, fd)
 
 
 def reaped(pid: int) -> bool:

@@ -45,7 +45,15 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
-from .parallel import MIN_SHARE, fork_child, reaped, split_map, usable_cores, write_all
+from .parallel import (
+    MIN_SHARE,
+    abandon,
+    fork_child,
+    reaped,
+    split_map,
+    usable_cores,
+    write_all,
+)
 from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
 from .summary import (
     SessionSummary,
@@ -402,10 +410,7 @@ class BackgroundScan:
 
     def _abandon(self) -> None:
         for pid, fd in self._children:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-            reaped(pid)
+            abandon(pid, fd)
         self._children = []
 
     def result(self) -> list[SessionSummary]:

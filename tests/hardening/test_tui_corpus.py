@@ -31,7 +31,7 @@ Corpus = tuple[Path, dict[str, tuple[list[Path], BadCase]]]
 
 async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], what: str) -> None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20.0
+    deadline = loop.time() + 30.0  # generous: see tests/tui/conftest.py wait_for
     while not predicate():
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")

@@ -196,9 +196,13 @@ def copy_fixture_scenarios(fixtures: Path, dest: Path, names: Sequence[str]) -> 
 
 
 async def wait_for(
-    pilot: Pilot[Any], predicate: Callable[[], bool], *, timeout: float = 10.0
+    pilot: Pilot[Any], predicate: Callable[[], bool], *, timeout: float = 30.0
 ) -> None:
-    """Let the app run until `predicate()` holds; fail with a clear message otherwise."""
+    """Let the app run until `predicate()` holds; fail with a clear message otherwise.
+
+    The deadline is generous on purpose: on a loaded 2-core CI machine a state that
+    takes 0.2 s alone has once taken over 10 s. A wait that succeeds returns at once.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
