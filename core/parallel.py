@@ -12,6 +12,10 @@ crashes, is killed, sends a short or unreadable reply) only costs time, because 
 parent then computes that share itself. Children never touch the caller's state:
 they run `func`, write one reply and leave with `os._exit` (no atexit handlers, no
 flushing of buffers inherited from the parent).
+
+`fork_child`, `write_all`, `child_reply` and `abandon` are the project's one way to
+fork: `root.BackgroundScan` and the two-core index (`index._index_raw_split`,
+`index._index_zstd_split`) use them too.
 """
 
 from __future__ import annotations
