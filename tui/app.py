@@ -59,13 +59,21 @@ LIVE_DETAIL_DELAY = 0.3
 
 
 def while_shown(handler: _Handler) -> _Handler:
-    """Drop a message that arrives after the main screen is gone (during shutdown).
+    """Handle a message only while the main screen is up.
 
-    Workers keep posting until they notice the stop; by then the panes may be unmounted.
+    Workers keep posting until they notice the stop; by then the panes may be unmounted:
+    such a message is dropped. One that comes before the app's first frame (a scan or a
+    log head read while the app starts) is handled after a refresh instead: dropping it
+    would leave the app waiting for it.
     """
 
     @functools.wraps(handler)
     def guarded(self: TurnlineApp, *args: Any) -> None:
+        if self._stop.is_set():
+            return  # shutting down
+        if not self._first_frame:
+            self.call_after_refresh(guarded, self, *args)  # starting: the first frame is near
+            return
         try:
             if not self.screen_stack[0].is_mounted:
                 return
@@ -128,6 +136,7 @@ class TurnlineApp(App[int]):
         super().__init__()
         self.path = Path(path)
         self._pending_scan = scan
+        self._first_frame = False  # the first frame is on screen (`on_ready`)
         self.poll = poll
         self.tz = tz
         self.root: SessionRoot | None = None
@@ -199,10 +208,14 @@ class TurnlineApp(App[int]):
         self.detail.border_title = Text("detail")
         if self._head is not None:
             # One big log: show its first turns, then index it (the scan does), as
-            # toolong shows a file's first lines before its index is built.
+            # toolong shows a file's first lines before its index is built. (The head
+            # is often read before the first frame: `while_shown` holds it until then.)
             self._preview(self._head)
         else:
             self._scan()
+
+    def on_ready(self) -> None:
+        self._first_frame = True
 
     def on_unmount(self) -> None:
         self._stop.set()

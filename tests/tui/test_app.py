@@ -467,3 +467,41 @@ async def test_tab_moves_between_the_panes_and_enter_unfolds_the_detail(family: 
         await pilot.press("enter")  # some folded: unfold them all
         await pilot.pause()
         assert not any(fold.collapsed for fold in detail.query(Fold))
+
+
+def test_messages_before_the_first_frame_are_deferred_not_dropped() -> None:
+    """A log head (or a scan) read before the app's first frame is handled after a
+    refresh: dropping it left a big log on an empty timeline, never scanned."""
+    import threading
+    from types import SimpleNamespace
+
+    from turnline.tui.app import while_shown
+
+    seen: list[int] = []
+    deferred: list[tuple[Any, ...]] = []
+
+    @while_shown
+    def handler(app: Any, value: int) -> None:
+        seen.append(value)
+
+    screen = SimpleNamespace(is_mounted=False)
+    app = SimpleNamespace(
+        _stop=threading.Event(),
+        _first_frame=False,
+        screen_stack=[screen],
+        call_after_refresh=lambda *args: deferred.append(args),
+    )
+    handler(app, 1)  # before the first frame: deferred
+    assert seen == [] and len(deferred) == 1
+    app._first_frame = True
+    screen.is_mounted = True
+    callback, *args = deferred.pop()
+    callback(*args)  # the refresh came: handled now
+    assert seen == [1]
+    screen.is_mounted = False  # the screen went away (shutting down): dropped
+    handler(app, 2)
+    assert seen == [1] and deferred == []
+    screen.is_mounted = True
+    app._stop.set()  # stopping: dropped
+    handler(app, 3)
+    assert seen == [1] and deferred == []

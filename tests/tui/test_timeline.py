@@ -122,3 +122,25 @@ async def test_grow_renders_only_new_and_changed_rows(family: Family) -> None:
         assert timeline._row_strip(0, width) is unfocused
         redrawn = timeline._row_strip(1, width)
         assert redrawn is not open_row and "▶" in redrawn.text and "●" not in redrawn.text
+
+
+async def test_the_turn_column_fits_four_digit_turn_numbers(family: Family) -> None:
+    """A session of thousands of turns shows `▶ 2173`, not `▶ 21…`; the column grows
+    when a live append brings a longer number."""
+    base = timeline_of(family)
+    numbered = tuple(
+        dataclasses.replace(base.turns[i % len(base.turns)], number=990 + i) for i in range(9)
+    )
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        timeline.show(dataclasses.replace(base, turns=numbered), None, cursor_turn=0)
+        await pilot.pause()
+        lines = screen_text(app)
+        assert "990" in lines[1] and "998" in lines[9]
+        assert all("…" not in line.split()[1] for line in lines[1:10])
+        longer = (*numbered, dataclasses.replace(base.turns[0], number=12345))
+        timeline.grow(dataclasses.replace(base, turns=longer))
+        timeline.move_cursor(row=9)
+        await pilot.pause()
+        assert "12345" in "\n".join(screen_text(app))

@@ -192,6 +192,7 @@ class TurnTimeline(ScrollView, can_focus=True):
         self._seed_length = 0
         self._divider: Divider | None = None
         self._divider_after: int | None = None  # index of the last seed turn
+        self._number_width = 5  # the turn column: see `_fit_numbers`
         self._cursor = 0
         self._hover: int | None = None
         self.seed_limit: int | None = None
@@ -309,6 +310,7 @@ class TurnTimeline(ScrollView, can_focus=True):
         """
         self.seed_limit = seed_limit
         self._turns = timeline.turns
+        self._fit_numbers()
         self._seed_length = timeline.seed_length
         self._divider = divider
         self._divider_after = None
@@ -336,6 +338,7 @@ class TurnTimeline(ScrollView, can_focus=True):
         before = self.current_turn_index
         before_turn = self.current_turn
         self._turns = timeline.turns
+        self._fit_numbers()
         self._update_virtual_size()
         if following:
             self._cursor = self.row_count - 1
@@ -346,6 +349,16 @@ class TurnTimeline(ScrollView, can_focus=True):
         # its scroll position and folds while other turns grow.
         if self.current_turn_index != before or self.current_turn != before_turn:
             self._announce(live=True)
+
+    def _fit_numbers(self) -> None:
+        """Size the turn column for the turns now shown (every cached row is redrawn
+        if that changes its width)."""
+        digits = max((len(str(turn.number)) for turn in self._turns), default=1)
+        width = len(FORK_MARK) + 1 + digits
+        if width != self._number_width:
+            self._number_width = width
+            self._row_cache.clear()
+            self._header_cache.clear()
 
     def show_empty(self) -> None:
         """Forget the session: no rows."""
@@ -462,16 +475,24 @@ class TurnTimeline(ScrollView, can_focus=True):
 
     # -- rendering -----------------------------------------------------------------
 
-    @staticmethod
-    def _min_width() -> int:
-        fixed = sum(width for key, _, width in COLUMNS if key != "user")
-        return fixed + USER_MIN + 2 * CELL_PADDING * len(COLUMNS)
+    def _fixed_widths(self) -> list[int]:
+        """Widths of the columns other than user: the turn column fits the longest turn
+        number with its marker (a session of 2,000 turns shows `▶ 2173`, not `▶ 21…`)."""
+        return [
+            max(w, self._number_width) if key == "turn" else w
+            for key, _, w in COLUMNS
+            if key != "user"
+        ]
+
+    def _min_width(self) -> int:
+        return sum(self._fixed_widths()) + USER_MIN + 2 * CELL_PADDING * len(COLUMNS)
 
     def _widths(self, width: int) -> list[int]:
         """Column widths: the user column takes whatever the others leave."""
-        fixed = sum(w + 2 * CELL_PADDING for key, _, w in COLUMNS if key != "user")
-        user = max(USER_MIN, width - fixed - 2 * CELL_PADDING)
-        return [user if key == "user" else w for key, _, w in COLUMNS]
+        fixed = self._fixed_widths()
+        used = sum(w + 2 * CELL_PADDING for w in fixed)
+        user = max(USER_MIN, width - used - 2 * CELL_PADDING)
+        return [*fixed, user]  # the user column is the last one
 
     def _strip(
         self, cells: list[Text], width: int, style: Style, over: Style | None = None
