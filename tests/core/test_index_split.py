@@ -29,37 +29,33 @@ from .test_index import BAD_CASES, HEADER, assert_same, full_read
 pytestmark = pytest.mark.skipif(usable_cores() < 2, reason="the split needs two cores")
 
 
-@pytest.fixture
-def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Split every raw log; the list records each split's outcome (True: joined)."""
+def _record_splits(monkeypatch: pytest.MonkeyPatch, threshold: str, split: str) -> list[bool]:
+    """Lower the `threshold` to zero so every log is split, and record each outcome of
+    the `split` function (True: `ix` holds the result)."""
     outcomes: list[bool] = []
-    real = index_module._index_raw_split
+    real = getattr(index_module, split)
 
     def recorded(*args: object) -> bool:
-        ok = real(*args)  # type: ignore[arg-type]
+        ok = bool(real(*args))
         outcomes.append(ok)
         return ok
 
-    monkeypatch.setattr(index_module, "SPLIT_THRESHOLD", 0)
-    monkeypatch.setattr(index_module, "_index_raw_split", recorded)
-    yield outcomes
+    monkeypatch.setattr(index_module, threshold, 0)
+    monkeypatch.setattr(index_module, split, recorded)
+    return outcomes
+
+
+@pytest.fixture
+def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Split every raw log; the list records each split's outcome (True: joined)."""
+    yield _record_splits(monkeypatch, "SPLIT_THRESHOLD", "_index_raw_split")
 
 
 @pytest.fixture
 def zjoined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Split every zstd log; the list records each split's outcome (True: `ix` holds
     the result, joined or read whole by the parent)."""
-    outcomes: list[bool] = []
-    real = index_module._index_zstd_split
-
-    def recorded(*args: object) -> bool:
-        ok = real(*args)  # type: ignore[arg-type]
-        outcomes.append(ok)
-        return ok
-
-    monkeypatch.setattr(index_module, "ZSTD_SPLIT_THRESHOLD", 0)
-    monkeypatch.setattr(index_module, "_index_zstd_split", recorded)
-    yield outcomes
+    yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split")
 
 
 def _zstd(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:

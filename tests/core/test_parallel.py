@@ -89,6 +89,12 @@ def _write_root(root: Path, sessions: int) -> None:
         (folder / "session.jsonl").write_bytes(body)
 
 
+def _write_big_root(root: Path) -> None:
+    """Enough sessions to be split between processes, and a stray log among them."""
+    _write_root(root, 1100)
+    (root / "--home-dev-p1--" / "s00004" / "stray.jsonl").write_bytes(b"not a log\n")
+
+
 def _serial(root: Path) -> tuple[list[SessionSummary], list[tuple[Path, str]]]:
     serial = SessionRoot(root)
     serial._scan_parallel = lambda: None  # type: ignore[method-assign]
@@ -97,8 +103,7 @@ def _serial(root: Path) -> tuple[list[SessionSummary], list[tuple[Path, str]]]:
 
 @pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to fork a walk")
 def test_a_big_root_scans_in_parallel_to_the_serial_result(tmp_path: Path) -> None:
-    _write_root(tmp_path, 1100)
-    (tmp_path / "--home-dev-p1--" / "s00004" / "stray.jsonl").write_bytes(b"not a log\n")
+    _write_big_root(tmp_path)
     root = SessionRoot(tmp_path)
     found = root._scan_parallel()
     assert found is not None  # the parallel walk ran
@@ -183,8 +188,7 @@ def test_a_background_scan_without_fork_scans_here(
 
 @pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to split the walk")
 def test_a_big_background_scan_streams_from_a_child_per_core(tmp_path: Path) -> None:
-    _write_root(tmp_path, 1100)
-    (tmp_path / "--home-dev-p1--" / "s00004" / "stray.jsonl").write_bytes(b"not a log\n")
+    _write_big_root(tmp_path)
     root = SessionRoot(tmp_path)
     pending = root.scan_in_background()
     assert len(pending._children) == 2
