@@ -20,11 +20,16 @@ fork: `root.BackgroundScan` and the two-core index (`index._index_raw_split`,
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import marshal
+import multiprocessing
 import os
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Final, TypeVar
 
 T = TypeVar("T")
@@ -35,6 +40,59 @@ R = TypeVar("R")
 MIN_SHARE: Final = 500
 #: At most this many processes (the caller included) work on one call.
 MAX_WORKERS: Final = 4
+
+
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def start_pool(workers: int | None = None) -> ProcessPoolExecutor | None:
+    """Start the project's one process pool now, while this process has a single thread.
+
+    On Linux the workers are forked at once, before the pool's own manager thread
+    exists (they inherit every module already imported, so a task starts in
+    microseconds). Elsewhere (macOS, Windows) forking is not safe and the workers are
+    spawned instead (each imports turnline first). Later calls return the same pool.
+
+    Returns None, starting nothing, when fewer than two cores are usable, when `fork`
+    would have to copy a process that already runs other threads, or when processes
+    cannot be made here: callers then work serially.
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            return _pool
+        count = workers if workers is not None else min(usable_cores(), MAX_WORKERS)
+        if count < 2:
+            return None
+        method = "fork" if sys.platform == "linux" else "spawn"
+        if method == "fork" and threading.active_count() > 1:
+            return None  # a fork now would copy a process with other threads in it
+        try:
+            pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context(method))
+            # With `fork`, the first submit launches every worker before the manager
+            # thread starts: from here on no fork happens.
+            pool.submit(int).result()
+        except (OSError, RuntimeError, ValueError):
+            return None
+        _pool = pool
+        atexit.register(stop_pool)
+        return pool
+
+
+def process_pool() -> ProcessPoolExecutor | None:
+    """The pool `start_pool` started, or None (work serially then)."""
+    return _pool
+
+
+def stop_pool() -> None:
+    """Shut the pool down and wait for its workers (idle workers leave at once)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        with contextlib.suppress(Exception):
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def usable_cores() -> int:
