@@ -1,0 +1,496 @@
+"""A turn's content as typed blocks: what a reader, a search index or an export wants.
+
+The one place that reads message shapes out of raw events. The TUI's detail pane,
+`turnline export`, the search catalog and the usage fold all take these values and
+never parse event data themselves (house style: "if a widget needs `json.loads`, the
+core is missing a value").
+
+Blocks come in log order. A tool call is paired with its result (matched by call id);
+a result whose call is not in the events given becomes a `ToolCall` named `?`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+from .model import TURN_END, SessionEvent
+
+#: Token buckets of a usage sample, as dsh names them (`TokenUsage`). The first four
+#: are disjoint (billed input = input + cacheRead + cacheWrite); reasoning is part of
+#: output, reported but never added to a sum.
+USAGE_BUCKETS: Final = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+REASONING_BUCKET: Final = "reasoningTokens"
+
+
+def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
+    """The text parts of a message (`{content:[{type:"text",text}…]}`), joined by newlines."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content if "text" in kinds else ""
+    if not isinstance(content, list):
+        return ""
+    parts = [
+        part.get("text", "")
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def message_source_kind(message: Any) -> str | None:
+    """`message.source.kind` (None when absent): `user`, `model`, `tool`, a plugin's kind."""
+    if not isinstance(message, dict):
+        return None
+    source = message.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def is_user_input(message: Any) -> bool:
+    """True for a user message the user typed (no source kind, or `user`), False for
+    plugin-injected context and anything that is not a message."""
+    return isinstance(message, dict) and message_source_kind(message) in (None, "user")
+
+
+# -- blocks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UserText:
+    """What the user typed (a `user/message`, or one spliced in from the agent's inbox)."""
+
+    text: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextText:
+    """A `user/message` a plugin injected (its `source.kind` names the plugin)."""
+
+    text: str
+    source: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantText:
+    """The text of an `assistant/message` (the assembled, authoritative model output)."""
+
+    text: str
+    seq: int
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """The reasoning parts of an `assistant/message`."""
+
+    text: str
+    seq: int
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool's result, as the `tool/result` event gives it.
+
+    Attributes:
+        text: The result's text parts joined (or its content as JSON when it has none).
+        is_error: The result says `isError: true`.
+        seq: Seq of the `tool/result` event.
+        meta: The event's `data.meta` (e.g. `diffs` from file tools), or empty.
+    """
+
+    text: str
+    is_error: bool
+    seq: int
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool invocation and, once it arrived, its result.
+
+    Attributes:
+        name: The tool's name (`?` when the log does not say).
+        call_id: The call id, if any.
+        arguments: The arguments decoded (a JSON string argument is parsed; anything
+            that does not parse stays the string it was).
+        arguments_text: The arguments for reading: indented JSON, or the raw string.
+        seq: Seq of the `tool/call` event (of the result, for an orphan result).
+        step: The step the call belongs to.
+        result: The result, None while pending.
+    """
+
+    name: str
+    call_id: str | None
+    arguments: Any
+    arguments_text: str
+    seq: int
+    step: int | None = None
+    result: ToolResult | None = None
+
+    @property
+    def pending(self) -> bool:
+        """True while no result arrived."""
+        return self.result is None
+
+    def argument(self, key: str) -> Any:
+        """One named argument (None when the arguments are not an object or lack it)."""
+        return self.arguments.get(key) if isinstance(self.arguments, dict) else None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnError:
+    """An error ending (`turn/end` reason `error`, or a `{"error": …}` turn/end)."""
+
+    message: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """One usage sample's buckets (dsh's `TokenUsage`); absent buckets are 0."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """All billed tokens: input + output + cache read + cache write (reasoning is
+        part of output, so it is not added again)."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    def to_json_dict(self) -> dict[str, int]:
+        """The buckets by dsh's names."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "reasoningTokens": self.reasoning_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StepUsage:
+    """The usage of one model call (a step), after later samples replaced earlier ones.
+
+    Attributes:
+        turn: The turn number the sample names.
+        step: The step number the sample names.
+        usage: The buckets.
+        model: `provider/model`, None when the log does not say.
+        seq: Seq of the sample that stands (the last one for this step).
+    """
+
+    turn: int | None
+    step: int | None
+    usage: TokenUsage
+    model: str | None
+    seq: int
+
+
+Block: TypeAlias = (
+    UserText | ContextText | AssistantText | Reasoning | ToolCall | TurnError | StepUsage
+)
+
+
+# -- usage samples (the rule of dsh's usage projection) --------------------------------
+
+
+def token_usage(value: Any) -> TokenUsage | None:
+    """A `TokenUsage` from a usage object; None if it is not one (no integer bucket)."""
+    if not isinstance(value, dict):
+        return None
+    found = False
+    numbers: list[int] = []
+    for key in (*USAGE_BUCKETS, REASONING_BUCKET):
+        raw = value.get(key)
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
+            numbers.append(raw)
+            found = True
+        elif isinstance(raw, float) and raw >= 0 and raw.is_integer():
+            numbers.append(int(raw))
+            found = True
+        else:
+            numbers.append(0)
+    return TokenUsage(*numbers) if found else None
+
+
+def source_model(message: Any) -> str | None:
+    """`provider/model` from a message's `source` (None when it names neither)."""
+    source = message.get("source") if isinstance(message, dict) else None
+    return config_model(source)
+
+
+def config_model(config: Any) -> str | None:
+    """`provider/model` from an object with `provider` and `model` keys."""
+    if not isinstance(config, dict):
+        return None
+    provider, model = config.get("provider"), config.get("model")
+    if isinstance(provider, str) and isinstance(model, str):
+        return f"{provider}/{model}"
+    if isinstance(model, str):
+        return model
+    return None
+
+
+def header_model(event: SessionEvent) -> str | None:
+    """The model a `request/header` event configures (`data.header.config`)."""
+    data = event.data
+    header = data.get("header") if isinstance(data, dict) else None
+    return config_model(header.get("config") if isinstance(header, dict) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSample:
+    """One usage sample: from an `assistant/chunk` of type `usage`, or an
+    `assistant/message` with `data.usage`. A later sample for the same (turn, step)
+    replaces an earlier one."""
+
+    turn: int | None
+    step: int | None
+    usage: TokenUsage
+    #: From the message's source; None for a chunk sample (the caller uses the latest
+    #: `request/header` model then).
+    model: str | None
+    from_message: bool
+    seq: int
+    time: int | float
+
+
+def usage_sample(event: SessionEvent) -> UsageSample | None:
+    """The usage sample an event carries, or None."""
+    etype = event.type
+    if etype != "assistant/chunk" and etype != "assistant/message":
+        return None
+    data = event.data
+    if not isinstance(data, dict):
+        return None
+    turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
+    if etype == "assistant/chunk":
+        chunk = data.get("chunk")
+        if not isinstance(chunk, dict) or chunk.get("type") != "usage":
+            return None
+        usage = token_usage(chunk.get("usage"))
+        if usage is None:
+            return None
+        return UsageSample(turn, step, usage, None, False, event.seq, event.time)
+    usage = token_usage(data.get("usage"))
+    if usage is None:
+        return None
+    model = source_model(data.get("message"))
+    return UsageSample(turn, step, usage, model, True, event.seq, event.time)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- a turn's blocks ------------------------------------------------------------------
+
+
+def pretty_json(value: Any) -> str:
+    """A decoded value as indented JSON (its `str` if it is not JSON-shaped)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        return str(value)
+
+
+def decode_arguments(arguments: Any) -> tuple[Any, str]:
+    """Tool-call arguments decoded, and as text for reading.
+
+    dsh stores arguments as a JSON string: it is parsed when it holds JSON, and shown
+    indented; a string that is not JSON stays itself.
+    """
+    if isinstance(arguments, str):
+        try:
+            value = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return arguments, arguments
+        return value, pretty_json(value)
+    return arguments, pretty_json(arguments)
+
+
+def result_text(part: Mapping[str, Any]) -> str:
+    """The text of one `tool-result` part: its text parts, else its content as JSON."""
+    content = part.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+        ]
+        joined = "\n".join(t for t in texts if t)
+        if joined:
+            return joined
+    if content is None:
+        return ""
+    return pretty_json(content)
+
+
+def turn_error(data: Any) -> str | None:
+    """The error message of a `turn/end`'s data, if it ended in error with one."""
+    if not isinstance(data, dict):
+        return None
+    reason = data.get("reason")
+    if isinstance(reason, dict):
+        error = reason.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        return None
+    if "error" in data:
+        error = data["error"]
+        return error if isinstance(error, str) else pretty_json(error)
+    return None
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    name: str
+    call_id: str | None
+    arguments: Any
+    arguments_text: str
+    seq: int
+    step: int | None
+    result: ToolResult | None = None
+
+    def freeze(self) -> ToolCall:
+        return ToolCall(
+            self.name,
+            self.call_id,
+            self.arguments,
+            self.arguments_text,
+            self.seq,
+            self.step,
+            self.result,
+        )
+
+
+def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> list[Block]:
+    """A turn's events as blocks, in log order.
+
+    Args:
+        events: The turn's events in seq order.
+        model: The model configured before these events (the latest `request/header`
+            earlier in the log), for usage samples that do not name theirs.
+    """
+    out: list[Block | _PendingCall] = []
+    calls: dict[str, _PendingCall] = {}
+    usage_at: dict[tuple[int | None, int | None], int] = {}  # (turn, step) -> index in out
+    current_model = model
+    for event in events:
+        etype = event.type
+        data = event.data if isinstance(event.data, dict) else {}
+        if etype == "user/message":
+            text = message_text(data)
+            kind = message_source_kind(data)
+            if kind in (None, "user"):
+                out.append(UserText(text, event.seq))
+            else:
+                out.append(ContextText(text, kind, event.seq))
+        elif etype == "agent/inbox/spliced":
+            inserted = data.get("inserted")
+            for message in inserted if isinstance(inserted, list) else ():
+                if is_user_input(message):
+                    out.append(UserText(message_text(message), event.seq))
+        elif etype == "assistant/message":
+            message = data.get("message")
+            step = _int_or_none(data.get("step"))
+            reasoning = message_text(message, kinds=("reasoning",))
+            if reasoning:
+                out.append(Reasoning(reasoning, event.seq, step))
+            text = message_text(message)
+            if text:
+                out.append(AssistantText(text, event.seq, step))
+        elif etype == "tool/call":
+            name = data.get("name")
+            call_id = data.get("callId")
+            value, shown = decode_arguments(data.get("arguments"))
+            call = _PendingCall(
+                name if isinstance(name, str) else "?",
+                call_id if isinstance(call_id, str) else None,
+                value,
+                shown,
+                event.seq,
+                _int_or_none(data.get("step")),
+            )
+            if call.call_id is not None:
+                calls[call.call_id] = call
+            out.append(call)
+        elif etype == "tool/result":
+            message = data.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            meta = data.get("meta")
+            for part in content if isinstance(content, list) else ():
+                if not isinstance(part, dict):
+                    continue
+                call_id = part.get("toolCallId")
+                target = calls.get(call_id) if isinstance(call_id, str) else None
+                if target is None or target.result is not None:
+                    target = _PendingCall(
+                        "?",
+                        call_id if isinstance(call_id, str) else None,
+                        None,
+                        "",
+                        event.seq,
+                        _int_or_none(data.get("step")),
+                    )
+                    out.append(target)
+                target.result = ToolResult(
+                    result_text(part),
+                    part.get("isError") is True,
+                    event.seq,
+                    meta if isinstance(meta, dict) else {},
+                )
+        elif etype == "request/header":
+            current_model = header_model(event) or current_model
+        elif etype == TURN_END:
+            message = turn_error(data)
+            if message:
+                out.append(TurnError(message, event.seq))
+        sample = usage_sample(event)
+        if sample is not None:
+            standing = StepUsage(
+                sample.turn,
+                sample.step,
+                sample.usage,
+                sample.model or current_model,
+                sample.seq,
+            )
+            key = (sample.turn, sample.step)
+            if key in usage_at:
+                out[usage_at[key]] = standing  # a later sample replaces the earlier one
+            else:
+                usage_at[key] = len(out)
+                out.append(standing)
+    return [b.freeze() if isinstance(b, _PendingCall) else b for b in out]
