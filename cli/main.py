@@ -26,6 +26,7 @@ from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import state_json, state_link_key
 from turnline.core.textsafe import one_line
+from turnline.core.view import SessionView
 
 from . import render
 
@@ -206,25 +207,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     """`turnline show [ROOT] SESSION [--json]`."""
     try:
         root, ref = _root_and_session(args.first, args.second)
-        loaded = root.load(root.resolve(ref))
+        view = SessionView(root.load(root.resolve(ref)))
     except (SessionLookupError, RootError, CliError) as exc:
         hint = _folder_hint(args.first, args.second, exc)
         if hint is None:
             raise
         raise hint from exc
     if args.json:
-        session = loaded.summary.to_json_dict()
+        session = view.summary.to_json_dict()
         # The full problem list: the log's own, cross-session ones and the seed check.
-        session["problems"] = [p.to_json_dict() for p in loaded.problems]
-        _print_json(
-            {
-                "session": session,
-                "turns": [t.to_json_dict() for t in loaded.timeline.turns],
-                "seedLength": loaded.timeline.seed_length,
-            }
-        )
+        session["problems"] = [p.to_json_dict() for p in view.problems]
+        turns = []
+        for tv in view.turns:
+            entry = tv.turn.to_json_dict()
+            entry["forkable"] = tv.forkable  # the fork rule's verdict, past seq gaps too
+            turns.append(entry)
+        _print_json({"session": session, "turns": turns, "seedLength": view.seed_length})
         return 0
-    _print_lines(render.show_lines(loaded, _width()))
+    _print_lines(render.show_lines(view, _width()))
     return 0
 
 

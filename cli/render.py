@@ -13,10 +13,10 @@ from typing import Final
 
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
-from turnline.core.root import LoadedSession
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import one_line
 from turnline.core.timeline import Turn
+from turnline.core.view import SessionView
 
 #: Width an id is cut to in tables (a UUID keeps its first two groups).
 SHORT_ID: Final = 14
@@ -117,18 +117,13 @@ def problem_line(problem: LogProblem) -> str:
     return f"! {problem.kind}{where}: {one_line(problem.message, 300)}"
 
 
-def is_forkable(loaded: LoadedSession, turn: Turn) -> bool:
-    """True when `turnline fork --at <the turn's end seq>` would be accepted."""
-    return turn.forkable and loaded.boundary_error(turn.end_seq) is None
-
-
-def show_lines(loaded: LoadedSession, width: int) -> list[str]:
+def show_lines(view: SessionView, width: int) -> list[str]:
     """The `show` view: a header block, the problems, then one row per turn.
 
     A `◆` marks rows that end with a `turn/end` (fork there with `--at <end seq>`);
     a divider follows the last row of the inherited seed.
     """
-    summary = loaded.summary
+    summary = view.summary
     header = summary.header
     lines = [f"session {one_line(summary.id)}"]
     if summary.title:
@@ -136,22 +131,22 @@ def show_lines(loaded: LoadedSession, width: int) -> list[str]:
     lines.append(f"path    {one_line(str(summary.path))}")
     facts = [
         _plural(summary.events, "event"),
-        _plural(len(loaded.timeline.turns), "turn"),
+        _plural(len(view.turns), "turn"),
         str(summary.encoding),
     ]
     if header is not None and header.cwd is not None:
         facts.append(f"cwd {one_line(header.cwd, 60)}")
     lines.append("        " + " · ".join(facts))
-    seed = loaded.timeline.seed_length
+    seed = view.seed_length
     parent = summary.parent_session
     if parent is not None:
         how = f"seed {summary.seed_length}" if summary.seed_length is not None else "no seed"
         origin = f", {one_line(summary.origin)}" if summary.origin else ""
-        found = "" if loaded.parent_path is not None else ", not under this root"
+        found = "" if view.parent_path is not None else ", not under this root"
         lines.append(f"parent  {one_line(parent)} ({how}{origin}{found})")
-    for problem in loaded.problems:
+    for problem in view.problems:
         lines.append(problem_line(problem))
-    turns = loaded.timeline.turns
+    turns = [tv.turn for tv in view.turns]
     if not turns:
         lines.append("(no turns)")
         return lines
@@ -162,7 +157,7 @@ def show_lines(loaded: LoadedSession, width: int) -> list[str]:
             divider_after = index
         rows.append(
             [
-                FORKABLE_MARK if is_forkable(loaded, turn) else " ",
+                FORKABLE_MARK if view.turns[index].forkable else " ",
                 str(turn.number),
                 _seqs(turn),
                 _reason(turn),

@@ -22,6 +22,7 @@ from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeade
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
 _TURN_END_MARK: Final = b'"type":"turn/end"'
+_TURN_END_LINE: Final = b'{"type":"turn/end"'
 #: How many seq problems one log reports before it only counts them.
 MAX_SEQ_PROBLEMS: Final = 20
 
@@ -148,6 +149,12 @@ class LogReader:
         #: Leading events with `seq == index`: the prefix that can be forked.
         self.contiguous = 0
         self.last_seq: int | None = None
+        #: Raw logs: the offset just past each `turn/end` line written as dsh writes one,
+        #: by its seq (what a fork copies up to; the index records the same).
+        self.turn_end_offsets: dict[int, int] = {}
+        #: Raw logs: bytes of the header line, newline included (0 until it is read).
+        self.header_end = 0
+        self._ended_turn: int | None = None
         self._line = 0
         self._seq_problems = 0
         self._stuck = False
@@ -207,6 +214,8 @@ class LogReader:
         self.event_count = 0
         self.contiguous = 0
         self.last_seq = None
+        self.turn_end_offsets = {}
+        self.header_end = 0
         self._line = 0
         self._seq_problems = 0
         self._stuck = False
@@ -269,6 +278,11 @@ class LogReader:
                 return
             pos += line_len
             self.offset += line_len
+            if self._line == 1 and self.header is not None:
+                self.header_end = self.offset
+            elif self._ended_turn is not None and line.startswith(_TURN_END_LINE):
+                # Where a fork through this turn/end stops copying (as the index records).
+                self.turn_end_offsets[self._ended_turn] = self.offset
         if tail and self.header is None and not self.problems and not _may_become_header(tail):
             # A NUL-filled file (a crash on some filesystems) or other junk without a
             # newline is not an unfinished header write: no completed line can fix it.
@@ -332,6 +346,7 @@ class LogReader:
         """Decode one whole line; False if reading must stop here (see `_stop_pending`)."""
         self._line += 1
         self._pending: tuple[str, ProblemKind] | None = None
+        self._ended_turn = None
         if self.header is None and not self.problems:
             return self._consume_header(line)
         if self.header is None:
@@ -352,6 +367,8 @@ class LogReader:
             self._check_seq(event)
             if event.type == TURN_END:
                 self._check_turn_end(event)
+        if events and events[-1].type == TURN_END:
+            self._ended_turn = events[-1].seq
         batch.events.extend(events)
         return True
 

@@ -39,7 +39,6 @@ from .lineage import Lineage, build_lineage
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
     FORMAT_VERSION,
-    TURN_END,
     LogProblem,
     ProblemKind,
     SessionEvent,
@@ -63,7 +62,7 @@ from .summary import (
     summary_state,
     title_between,
 )
-from .timeline import Timeline, TimelineBuilder, build_timeline
+from .timeline import Timeline, TimelineBuilder
 from .writer import (
     TEMP_PREFIX,
     FaultHook,
@@ -251,11 +250,18 @@ class LoadedSession:
     #: Set for a big log (see `index.INDEX_THRESHOLD`): `events` is then a lazy view
     #: and `events_between` reads only the byte range it needs.
     index: IndexedSession | None = None
+    #: The builder the load fed (taken by the first `timeline_builder` call).
+    builder: TimelineBuilder | None = field(default=None, repr=False, compare=False)
 
     def timeline_builder(self) -> TimelineBuilder:
-        """A builder holding this timeline's state, to extend it with appended events."""
+        """A builder holding this timeline's state, to extend it with appended events
+        (the load's own the first time: the events are not fed twice)."""
         if self.index is not None:
             return self.index.timeline_builder()
+        builder = self.builder
+        if builder is not None:
+            object.__setattr__(self, "builder", None)  # handed over: one owner
+            return builder
         return TimelineBuilder(self.timeline.seed_length).feed(self.events)
 
     @property
@@ -791,10 +797,12 @@ class SessionRoot:
         if _index_worthy(summary.path):
             return self._load_indexed(summary, check_seed, progress, cancel)
         reader = LogReader(summary.path)
-        offsets: dict[int, int] = {}
-        events = _read_with_offsets(reader, offsets)
+        events = reader.read().events
         problems = [*reader.all_problems()]
         header = reader.header
+        offsets = dict(reader.turn_end_offsets)
+        if offsets:
+            offsets[-1] = reader.header_end
         contents = LogContents(
             summary.path,
             reader.encoding,
@@ -804,23 +812,27 @@ class SessionRoot:
             reader.contiguous,
             reader.offset,
         )
-        exact = from_contents(contents, summary.id, summary.mtime)
+        seed_length = header.seed_length if header and header.seed_length else 0
+        # One pass of the timeline builder serves the summary, the timeline and the
+        # view that extends it with live appends.
+        builder = TimelineBuilder(seed_length).feed(events)
+        timeline = builder.snapshot()
+        exact = from_contents(contents, summary.id, summary.mtime, timeline)
         self.update(exact)
         lineage = self.lineage()
         problems.extend(lineage.problems.get(summary.path, ()))
         parent_path = lineage.parent_of.get(summary.path)
-        seed_length = header.seed_length if header and header.seed_length else 0
         if check_seed and header is not None and header.seed_length is not None and parent_path:
             problems.extend(self._seed_problems(header, events, parent_path))
-        timeline = build_timeline(events, seed_length)
         return LoadedSession(
             exact,
-            tuple(events),
+            contents.events,
             reader.contiguous,
             timeline,
             tuple(problems),
             parent_path,
             offsets,
+            builder=builder,
         )
 
     def _load_indexed(
@@ -1005,37 +1017,6 @@ class SessionRoot:
     def append(self, summary: SessionSummary, events: Sequence[SessionEvent]) -> None:
         """Append events to a log in its own encoding (used by the demo writer)."""
         append_events(summary.path, events, summary.encoding)
-
-
-def _read_with_offsets(reader: LogReader, offsets: dict[int, int]) -> list[SessionEvent]:
-    """Full read that also records, for raw logs, where each turn/end line ends.
-
-    Key -1 holds the end of the header line.
-    """
-    batch = reader.read()
-    events = batch.events
-    if reader.encoding is not Encoding.RAW or reader.header is None:
-        return events
-    want = {e.seq for e in events if e.type == TURN_END}
-    if not want:
-        return events
-    with open(reader.path, "rb") as fh:
-        data = fh.read(reader.offset)
-    offsets[-1] = data.find(b"\n") + 1
-    mark = b'\n{"type":"turn/end"'
-    pos = data.find(mark)
-    while pos >= 0:
-        end = data.find(b"\n", pos + 1) + 1
-        if end == 0:
-            break
-        try:
-            seq = orjson.loads(data[pos + 1 : end]).get("seq")
-        except orjson.JSONDecodeError:
-            break
-        if seq in want:
-            offsets[seq] = end
-        pos = data.find(mark, end - 1)
-    return events
 
 
 #: One unit's result: its logs as (path, layout id, summary state or None when the

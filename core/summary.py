@@ -31,7 +31,7 @@ from .logfile import (
     torn_line_message,
 )
 from .model import LogProblem, ProblemKind, SessionHeader
-from .timeline import build_timeline, message_text
+from .timeline import Timeline, build_timeline, message_text
 
 # Plain values of the enums the listing's inner loop writes into summary states.
 RAW: Final = Encoding.RAW.value
@@ -326,9 +326,16 @@ def _header_state(h: SessionHeader) -> tuple[Any, ...]:
     )
 
 
-def from_contents(contents: LogContents, fallback_id: str, mtime: float = 0.0) -> SessionSummary:
-    """A summary from a full read (exact, with every problem)."""
-    timeline = build_timeline(contents.events)
+def from_contents(
+    contents: LogContents,
+    fallback_id: str,
+    mtime: float = 0.0,
+    timeline: Timeline | None = None,
+) -> SessionSummary:
+    """A summary from a full read (exact, with every problem); `timeline` is the one
+    already built from `contents.events`, if the caller has it."""
+    if timeline is None:
+        timeline = build_timeline(contents.events)
     header = contents.header
     last = contents.events[-1].seq if contents.events else None
     return SessionSummary(

@@ -1,0 +1,262 @@
+"""One open session, as every reader sees it: turns, fork verdicts, content blocks.
+
+`SessionView` is the one reading path on top of `SessionRoot.load`: the TUI draws its
+values, `turnline show` prints them, and compare/export read turns through it. For each
+turn it holds whether a fork there is allowed and, if not, why, both taken from the
+fork rule itself (`store.check_boundary`), so a screen can never say "fork point" where
+`fork` would refuse. It grows in place from appended events (the watcher's batches),
+keeping the fork rule's inputs (event count, contiguous prefix, `turn/end` seqs) current.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .content import Block, header_model, turn_blocks
+from .model import TURN_END, LogProblem, SessionEvent
+from .root import LoadedSession
+from .store import SessionForkError, check_boundary
+from .summary import SessionSummary
+from .timeline import Timeline, TimelineBuilder, Turn
+
+#: The refusal of a turn that has no `turn/end` yet.
+OPEN_TURN = "turn {number} is still open: it has no turn/end yet"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """One turn with the fork rule's verdict on its `turn/end`.
+
+    Attributes:
+        turn: The timeline row.
+        index: Its position in the timeline.
+        inherited: The turn is part of the seed the session inherited from its parent.
+        refusal: None when `fork` at the turn's `turn/end` is allowed; otherwise why not,
+            in the fork rule's own words.
+    """
+
+    turn: Turn
+    index: int
+    inherited: bool
+    refusal: str | None
+
+    @property
+    def forkable(self) -> bool:
+        """True when `fork` at this turn's `turn/end` would be accepted."""
+        return self.refusal is None
+
+    @property
+    def boundary(self) -> int | None:
+        """The seq a fork here copies through (the `turn/end`), None for an open turn."""
+        return self.turn.end_seq
+
+    @property
+    def seed_length(self) -> int | None:
+        """How many events a child forked here inherits."""
+        return None if self.turn.end_seq is None else self.turn.end_seq + 1
+
+    @property
+    def past_gap(self) -> bool:
+        """A closed turn the fork rule refuses (its `turn/end` lies past a seq break)."""
+        return self.turn.end_seq is not None and self.refusal is not None
+
+
+class SessionView:
+    """An open session: its timeline, fork verdicts and content, growing with appends.
+
+    Build it with `SessionView(root.load(summary))`. It is owned by one thread at a
+    time (the UI thread extends it; workers only read turns' events).
+    """
+
+    def __init__(self, loaded: LoadedSession) -> None:
+        self.loaded = loaded
+        self._builder: TimelineBuilder = loaded.timeline_builder()
+        self._tail: list[SessionEvent] = []
+        header = loaded.summary.header
+        self._session_id = header.id if header is not None else loaded.summary.id
+        self._count = len(loaded.events)
+        self._contiguous = loaded.contiguous
+        last = loaded.summary.last_seq
+        self._last_seq: int | None = last
+        self._turn_ends: list[int] = list(loaded.timeline.turn_ends)
+        self._next_seq = last + 1 if last is not None else 0
+        self._timeline: Timeline = loaded.timeline
+        self._turns: tuple[TurnView, ...] = ()
+        self._verdicts: dict[tuple[int, int | None], TurnView] = {}
+        self._verdicts_contiguous = -1  # the prefix the cached verdicts were taken at
+        self._rebuild_turns()
+
+    # -- what the session is -----------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The log file."""
+        return self.loaded.summary.path
+
+    @property
+    def summary(self) -> SessionSummary:
+        """The listing entry as the load found it."""
+        return self.loaded.summary
+
+    @property
+    def problems(self) -> tuple[LogProblem, ...]:
+        """The log's problems, cross-session ones and the seed check included."""
+        return self.loaded.problems
+
+    @property
+    def parent_path(self) -> Path | None:
+        """The resolved parent log, if any."""
+        return self.loaded.parent_path
+
+    @property
+    def seed_length(self) -> int:
+        """Events inherited from the parent (0 if none)."""
+        return self._timeline.seed_length
+
+    @property
+    def timeline(self) -> Timeline:
+        """The timeline as it is now (appended events included)."""
+        return self._timeline
+
+    @property
+    def turns(self) -> tuple[TurnView, ...]:
+        """Every turn, with its fork verdict."""
+        return self._turns
+
+    @property
+    def next_seq(self) -> int:
+        """The seq an appended event must have to be new."""
+        return self._next_seq
+
+    @property
+    def contiguous(self) -> int:
+        """Leading events with `seq == index`: a fork may copy only within them."""
+        return self._contiguous
+
+    def turn_view(self, index: int) -> TurnView | None:
+        """One turn by position."""
+        return self._turns[index] if 0 <= index < len(self._turns) else None
+
+    def turn_of_seq(self, seq: int) -> TurnView | None:
+        """The turn that ends at `seq`, or (if none does) the open turn holding it."""
+        for view in self._turns:
+            turn = view.turn
+            if turn.end_seq == seq or (turn.first_seq <= seq and turn.end_seq is None):
+                return view
+        return None
+
+    # -- the fork rule ------------------------------------------------------------------
+
+    def boundary_error(self, boundary: object) -> SessionForkError | None:
+        """Why `fork` at `boundary` would be refused now, or None: `check_boundary` on
+        the view's current state (appended events included)."""
+        try:
+            check_boundary(
+                self._session_id,
+                self._count,
+                self._contiguous,
+                self._turn_ends,
+                boundary,
+                type_at=self._type_at,
+                last_seq=self._last_seq,
+            )
+        except SessionForkError as exc:
+            return exc
+        return None
+
+    def _type_at(self, index: int) -> str:
+        events = self.events_between(index, index)
+        return events[0].type if events else "not an event"
+
+    def _verdict(self, turn: Turn) -> str | None:
+        if turn.end_seq is None:
+            return OPEN_TURN.format(number=turn.number)
+        error = self.boundary_error(turn.end_seq)
+        return None if error is None else error.message
+
+    def _rebuild_turns(self) -> None:
+        seed = self._timeline.seed_length
+        views: list[TurnView] = []
+        cache: dict[tuple[int, int | None], TurnView] = {}
+        same_prefix = self._verdicts_contiguous == self._contiguous
+        for index, turn in enumerate(self._timeline.turns):
+            key = (index, turn.end_seq)
+            old = self._verdicts.get(key)
+            # A closed turn's verdict changes only when the contiguous prefix grows (a
+            # refusal may then lift; an allowed fork stays allowed): a live append
+            # re-decides the new and the changed turns, not all of them.
+            if old is not None and old.turn is turn and (same_prefix or old.refusal is None):
+                view = old
+            else:
+                inherited = turn.end_seq is not None and turn.end_seq < seed
+                view = TurnView(turn, index, inherited, self._verdict(turn))
+            views.append(view)
+            cache[key] = view
+        self._verdicts = cache
+        self._verdicts_contiguous = self._contiguous
+        self._turns = tuple(views)
+
+    # -- content ------------------------------------------------------------------------
+
+    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+        """The events whose seq lies in `[first_seq, last_seq]` (None: to the end), from
+        the loaded log (read on demand for a big one) and the appended tail."""
+        events = self.loaded.events_between(first_seq, last_seq)
+        if self._tail:
+            hi = float("inf") if last_seq is None else last_seq
+            start = bisect.bisect_left([e.seq for e in self._tail], first_seq)
+            events.extend(e for e in self._tail[start:] if e.seq <= hi)
+        return events
+
+    def turn_events(self, index: int) -> list[SessionEvent]:
+        """One turn's events (lead-in included)."""
+        view = self.turn_view(index)
+        if view is None:
+            return []
+        return self.events_between(view.turn.first_seq, view.turn.end_seq)
+
+    def blocks(self, index: int) -> list[Block]:
+        """One turn's content as typed blocks (`core.content`)."""
+        events = self.turn_events(index)
+        return turn_blocks(events, model=self._model_before(index, events))
+
+    def _model_before(self, index: int, events: Sequence[SessionEvent]) -> str | None:
+        """The model configured when the turn started: the turn's own `request/header`
+        usually comes first; else look back one turn at a time (bounded)."""
+        for event in events:
+            if event.type == "request/header":
+                return None  # the turn configures its own before any sample
+        for back in range(index - 1, max(index - 4, -1), -1):
+            for event in reversed(self.turn_events(back)):
+                if event.type == "request/header":
+                    return header_model(event)
+        return None
+
+    # -- growing ------------------------------------------------------------------------
+
+    def extend(self, batches: Iterable[Sequence[SessionEvent]]) -> bool:
+        """Feed appended events the view does not have yet (older seqs are skipped, so a
+        batch that raced the load is harmless); True if any were new."""
+        grew = False
+        for events in batches:
+            fresh = [e for e in events if e.seq >= self._next_seq]
+            if not fresh:
+                continue
+            grew = True
+            self._builder.feed(fresh)
+            self._tail.extend(fresh)
+            for event in fresh:
+                if event.seq == self._count and self._contiguous == self._count:
+                    self._contiguous += 1
+                self._count += 1
+                self._last_seq = event.seq
+                if event.type == TURN_END:
+                    bisect.insort(self._turn_ends, event.seq)
+            self._next_seq = fresh[-1].seq + 1
+        if grew:
+            self._timeline = self._builder.snapshot()
+            self._rebuild_turns()
+        return grew

@@ -1,0 +1,111 @@
+"""`core.view.SessionView`: the one reading path; fork verdicts come from the fork rule."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from turnline.core.content import ToolCall, UserText
+from turnline.core.model import SessionEvent, SessionHeader
+from turnline.core.root import SessionRoot
+from turnline.core.store import SessionForkError
+from turnline.core.view import SessionView
+
+from ..conftest import FIXTURES, fixture_logs
+from .disk_logs import write_log
+
+
+def ev(seq: int, type: str, data: object | None = None) -> SessionEvent:
+    return SessionEvent(type, seq, 1000 + seq, data if data is not None else {})
+
+
+def turn(start: int, number: int) -> list[SessionEvent]:
+    return [
+        ev(start, "turn/start", {"turn": number}),
+        ev(start + 1, "user/message", {"content": [{"type": "text", "text": f"ask {number}"}]}),
+        ev(start + 2, "tool/call", {"callId": f"c{number}", "name": "bash", "arguments": "{}"}),
+        ev(start + 3, "turn/end", {"turn": number, "reason": {"kind": "completed"}}),
+    ]
+
+
+def view_of(root: SessionRoot) -> SessionView:
+    (summary,) = root.scan()
+    return SessionView(root.load(summary))
+
+
+def test_every_verdict_is_the_fork_rules_own(tmp_path: Path) -> None:
+    """Each turn's verdict equals what `fork` at its turn/end does, on all 151 fixtures."""
+    checked = refused = 0
+    for path in fixture_logs():
+        root = SessionRoot(path)
+        view = view_of(root)
+        for tv in view.turns:
+            if tv.boundary is None:
+                assert not tv.forkable and "still open" in (tv.refusal or "")
+                continue
+            error = view.boundary_error(tv.boundary)
+            assert (error is None) == tv.forkable
+            if error is not None:
+                assert tv.refusal == error.message
+                refused += 1
+            checked += 1
+    assert checked > 100 and refused >= 1
+
+
+def test_a_row_past_a_seq_gap_is_refused_with_the_rules_reason(tmp_path: Path) -> None:
+    """The ✖ row of issue 10: the verdict is a refusal, and `fork` refuses it too."""
+    src = FIXTURES / "acp-snapshot-suite" / "suite_authored-error" / "session.jsonl"
+    copy = tmp_path / "suite_authored-error" / "session.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(src, copy)
+    root = SessionRoot(tmp_path)
+    view = view_of(root)
+    (first,) = view.turns
+    assert first.boundary == 1 and not first.forkable and first.past_gap
+    assert first.refusal is not None and "not contiguous" in first.refusal
+    try:
+        root.fork(view.summary, first.boundary)
+    except SessionForkError as exc:
+        assert exc.message == first.refusal
+    else:
+        raise AssertionError("fork accepted a boundary the view refused")
+
+
+def test_the_view_grows_and_keeps_verdicts_current(tmp_path: Path) -> None:
+    write_log(
+        tmp_path, SessionHeader("s1", cwd="/p"), turn(0, 1) + [ev(4, "turn/start", {"turn": 2})]
+    )
+    root = SessionRoot(tmp_path)
+    view = view_of(root)
+    assert [tv.forkable for tv in view.turns] == [True, False]
+    assert view.turns[1].refusal == "turn 2 is still open: it has no turn/end yet"
+    rest = turn(4, 2)[1:]
+    assert view.extend([rest[:1]]) and not view.extend([rest[:1]])  # a repeat is skipped
+    assert view.extend([rest[1:]])
+    assert [tv.forkable for tv in view.turns] == [True, True]
+    assert view.boundary_error(7) is None and view.next_seq == 8
+    blocks = view.blocks(1)
+    assert isinstance(blocks[0], UserText) and blocks[0].text == "ask 2"
+    assert isinstance(blocks[1], ToolCall) and blocks[1].name == "bash"
+    # An appended event past a gap: the new turn is shown but refused.
+    assert view.extend([turn(9, 3)])
+    assert view.turns[2].turn.end_seq == 12 and view.turns[2].past_gap
+
+
+def test_load_reads_the_log_once(tmp_path: Path, monkeypatch) -> None:
+    log = write_log(tmp_path, SessionHeader("s1", cwd="/p"), turn(0, 1) + turn(4, 2))
+    root = SessionRoot(tmp_path)
+    (summary,) = root.scan()
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(file) == str(log):
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counting_open)
+    loaded = root.load(summary)
+    assert len(opened) == 1  # one read serves the events and the fork offsets
+    assert loaded.end_offsets[3] < loaded.end_offsets[7]
+    assert loaded.timeline_builder() is not loaded.timeline_builder()  # handed over once
