@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 .PHONY: setup demo test lint types pytest bench screenshots clean
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "turnline: setting up $(VENV) (first run only, about half a minute)…"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "turnline: installing turnline and its dependencies from pyproject.toml…"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+	@echo "turnline: ready."
 
 setup: $(STAMP)
 
@@ -25,6 +28,7 @@ $(LAYOUT)/turnline:
 	ln -sfn ../../../core $(LAYOUT)/turnline/core
 	ln -sfn ../../../tui $(LAYOUT)/turnline/tui
 	ln -sfn ../../../cli $(LAYOUT)/turnline/cli
+	ln -sfn ../../../demo $(LAYOUT)/turnline/demo
 
 lint: $(STAMP) $(LAYOUT)/turnline
 	$(BIN)/ruff check .
@@ -33,7 +37,7 @@ lint: $(STAMP) $(LAYOUT)/turnline
 
 types: $(STAMP) $(LAYOUT)/turnline
 	cd $(LAYOUT) && MYPYPATH=. ../../$(BIN)/mypy --config-file ../../pyproject.toml \
-		-p turnline.core -p turnline.tui -p turnline.cli
+		-p turnline.core -p turnline.tui -p turnline.cli -p turnline.demo
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider

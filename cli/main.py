@@ -313,11 +313,12 @@ def cmd_open(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """`turnline demo [--dir DIR] [--poll]`: the UI on a generated root that keeps growing."""
-    build_demo_root = _lazy("turnline.core.demo", "build_demo_root", "the demo generator")
-    live_writer = _lazy("turnline.core.demo", "LiveWriter", "the demo writer")
+    build_demo_root = _lazy("turnline.demo", "build_demo_root", "the demo generator")
+    live_writer = _lazy("turnline.demo", "LiveWriter", "the demo writer")
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
     import tempfile  # only the demo needs it
 
+    temporary = not args.dir
     dest = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="turnline-demo-"))
     demo = build_demo_root(dest)
     _write(sys.stderr, f"turnline: demo root at {demo.path}\n")
@@ -327,6 +328,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         status = run_app(demo.path, poll=args.poll)
     finally:
         writer.stop()
+        if temporary and not args.keep:
+            shutil.rmtree(dest, ignore_errors=True)
+            _write(sys.stderr, f"turnline: removed the demo root {dest} (--keep keeps it)\n")
+        elif temporary:
+            _write(sys.stderr, f"turnline: the demo root is kept at {dest}\n")
     return status if isinstance(status, int) else 0
 
 
@@ -405,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="open the app on a generated, live demo root")
     demo.add_argument("--dir", metavar="DIR", help="build the demo here (default: a temp dir)")
     demo.add_argument("--poll", action="store_true", help="poll for changes (no inotify)")
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the temporary demo root when the app closes"
+    )
     demo.set_defaults(run=cmd_demo)
     return parser
 

@@ -69,7 +69,6 @@ from .writer import (
     FileRange,
     LogExistsError,
     _no_fault,
-    append_events,
     cleanup_temporaries,
     encode_new_log,
     log_name,
@@ -1013,10 +1012,6 @@ class SessionRoot:
             summary = summarize(final, cid)
         self.update(summary)
         return ForkResult(summary, header.id, seed_length - 1 if seed_length else None, written)
-
-    def append(self, summary: SessionSummary, events: Sequence[SessionEvent]) -> None:
-        """Append events to a log in its own encoding (used by the demo writer)."""
-        append_events(summary.path, events, summary.encoding)
 
 
 #: One unit's result: its logs as (path, layout id, summary state or None when the

@@ -73,7 +73,7 @@ def test_a_row_past_a_seq_gap_is_refused_with_the_rules_reason(tmp_path: Path) -
 
 def test_the_view_grows_and_keeps_verdicts_current(tmp_path: Path) -> None:
     write_log(
-        tmp_path, SessionHeader("s1", cwd="/p"), turn(0, 1) + [ev(4, "turn/start", {"turn": 2})]
+        tmp_path, SessionHeader("s1", cwd="/p"), [*turn(0, 1), ev(4, "turn/start", {"turn": 2})]
     )
     root = SessionRoot(tmp_path)
     view = view_of(root)

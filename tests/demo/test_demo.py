@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 from turnline.core.codec import encode_records, expand_record
-from turnline.core.demo import (
+from turnline.core.lineage import LineageNode
+from turnline.core.logfile import Encoding, read_log
+from turnline.core.model import REASON_KINDS, TURN_END, SessionHeader
+from turnline.core.root import LoadedSession, SessionRoot
+from turnline.core.timeline import build_timeline
+from turnline.core.writer import encode_new_log, log_name, write_new_file
+from turnline.demo.generator import (
     MARKUP_TITLE,
     REASONS,
     DemoRoot,
@@ -19,12 +25,6 @@ from turnline.core.demo import (
     TurnFactory,
     build_demo_root,
 )
-from turnline.core.lineage import LineageNode
-from turnline.core.logfile import Encoding, read_log
-from turnline.core.model import REASON_KINDS, TURN_END, SessionHeader
-from turnline.core.root import LoadedSession, SessionRoot
-from turnline.core.timeline import build_timeline
-from turnline.core.writer import encode_new_log, log_name, write_new_file
 
 NOW = 1_790_000_000_000
 

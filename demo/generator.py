@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-
-from .codec import encode_records, parse_header
-from .layout import session_dir
-from .logfile import Encoding, encoding_of, read_log
-from .model import (
+from turnline.core.codec import encode_records, parse_header
+from turnline.core.layout import session_dir
+from turnline.core.logfile import Encoding, encoding_of, read_log
+from turnline.core.model import (
     FORMAT_VERSION,
     TURN_END,
     TURN_START,
@@ -41,8 +40,8 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
-from .root import SessionRoot
-from .writer import append_events, log_name, write_new_file
+from turnline.core.root import SessionRoot
+from turnline.core.writer import append_events, log_name, write_new_file
 
 DEFAULT_PROVIDER: Final = "deepseek-official"
 DEFAULT_MODEL: Final = "deepseek-v4-flash"
@@ -1614,10 +1613,17 @@ class LiveWriter(threading.Thread):
         return True
 
     def _append(self, batch: Sequence[SessionEvent]) -> None:
-        # Generated times are relative; stamp the batch at the wall clock, never
-        # going back in time within the log.
-        offset = max(self._now(), self._last_time) - int(batch[0].time)
-        events = [SessionEvent(e.type, e.seq, int(e.time) + offset, e.data, e.extra) for e in batch]
+        # Generated times are relative. The batch ends now: its events keep their generated spacing back from now, but
+        # never go back before the previous event, so the log's times follow the clock
+        # instead of running ahead of it by each turn's generated length.
+        now = self._now()
+        last_generated = int(batch[-1].time)
+        events = []
+        previous = self._last_time
+        for e in batch:
+            stamped = max(previous, now - (last_generated - int(e.time)))
+            events.append(SessionEvent(e.type, e.seq, stamped, e.data, e.extra))
+            previous = stamped
         append_events(self.path, events, self._encoding)
         self.appends += 1
         self._seq = events[-1].seq + 1
