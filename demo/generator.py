@@ -1613,9 +1613,10 @@ class LiveWriter(threading.Thread):
         return True
 
     def _append(self, batch: Sequence[SessionEvent]) -> None:
-        # Generated times are relative. The batch ends now: its events keep their generated spacing back from now, but
-        # never go back before the previous event, so the log's times follow the clock
-        # instead of running ahead of it by each turn's generated length.
+        # Generated times are relative. The batch ends now: its events keep their
+        # generated spacing back from now, but never go back before the previous event,
+        # so the log's times follow the clock instead of running ahead of it by each
+        # turn's generated length.
         now = self._now()
         last_generated = int(batch[-1].time)
         events = []
