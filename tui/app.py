@@ -50,6 +50,7 @@ from .messages import (
     TurnEventsRead,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
+from .screens._usage import UsageScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
@@ -115,6 +116,7 @@ class TurnlineApp(App[int]):
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
         Binding("question_mark", "help", "Help"),
+        Binding("u", "usage", "Usage"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -407,6 +409,8 @@ class TurnlineApp(App[int]):
     @on(RootChanged)
     @while_shown
     def _on_root_changed(self, message: RootChanged) -> None:
+        if isinstance(self.screen, UsageScreen):
+            self.screen.apply(message)  # it feeds only the appended events to its folds
         old, new = self.snapshot, message.snapshot
         self.snapshot = new
         tree = self.session_tree
@@ -860,6 +864,27 @@ class TurnlineApp(App[int]):
     def action_help(self) -> None:
         """Show keys and markers."""
         self.push_screen(HelpScreen())
+
+    def action_usage(self) -> None:
+        """Show the usage of the selected session's subtree (Enter there opens a session)."""
+        from turnline.core.prices import load_prices
+        from turnline.core.xdg import ConfigError
+
+        snapshot, view = self.snapshot, self.view
+        if snapshot is None or view is None or view.path not in snapshot.summaries:
+            self.notify("open a session first", severity="warning", markup=False)
+            return
+        try:
+            prices = load_prices()
+        except ConfigError as exc:
+            self.notify(exc.message, title="prices.toml", severity="error", markup=False)
+            prices = None
+
+        def opened(path: Path | None) -> None:
+            if path is not None and path != view.path:
+                self.open_session(path)
+
+        self.push_screen(UsageScreen(snapshot, view.path, prices), opened)
 
 
 def run_app(path: Path, *, poll: bool = False, scan: BackgroundScan | None = None) -> int:

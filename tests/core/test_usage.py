@@ -115,7 +115,7 @@ def view(fold_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def ev(seq: int, etype: str, data: Any) -> SessionEvent:
-    return SessionEvent(etype, seq, 1_700_000_000_000 + seq * 1000, data)
+    return SessionEvent(etype, seq, 1_700_000_000_000 + seq * 3_600_000, data)  # an hour apart
 
 
 def usage_of(rng: random.Random) -> dict[str, int]:
