@@ -354,3 +354,19 @@ def test_fixture_own_plus_inherited_is_whole_and_fast_is_full(path: Path) -> Non
     fast = fold_log(path, seed)
     assert fast.own().to_json_dict() == split.own().to_json_dict()
     assert fast.inherited().to_json_dict() == split.inherited().to_json_dict()
+
+
+def test_fold_crosses_a_process_boundary_intact() -> None:
+    """What `split_map` sends back from a child (marshal) rebuilds the same views."""
+    import marshal
+
+    from turnline.core.usage import _pack_fold, _unpack_fold
+
+    for path in fixture_logs():
+        reader = LogReader(path)
+        events = reader.read().events
+        seed = reader.header.seed_length if reader.header is not None else None
+        fold = fold_events(events, seed)
+        back = _unpack_fold((str(path), seed), marshal.loads(marshal.dumps(_pack_fold(fold))))
+        assert back.own().to_json_dict() == fold.own().to_json_dict()
+        assert back.inherited().to_json_dict() == fold.inherited().to_json_dict()
