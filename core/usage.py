@@ -35,8 +35,8 @@ import orjson
 from .codec import RecordError, expand_record
 from .content import TokenUsage, header_model, source_model, token_usage
 from .logfile import Encoding, LogReader, encoding_of
-from .parallel import split_map
 from .model import TURN_END, TURN_START, SessionEvent
+from .parallel import split_map
 
 if TYPE_CHECKING:
     from .prices import PriceTable
