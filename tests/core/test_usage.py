@@ -350,6 +350,8 @@ def test_fixture_own_plus_inherited_is_whole_and_fast_is_full(path: Path) -> Non
     combined.add(split.inherited())
     assert combined.to_json_dict() == whole.own().to_json_dict()
     assert whole.inherited().tokens == {}
+    # The per-turn totals (for a timeline column) add up to the whole.
+    assert sum(whole.turn_tokens.values()) == whole.own().total_tokens
     assert view(whole.own().to_json_dict()) == reference(list(events), 0, "own")
     fast = fold_log(path, seed)
     assert fast.own().to_json_dict() == split.own().to_json_dict()
