@@ -26,13 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from .codec import RecordError, expand_record
+from .codec import PACKED_TAGS, RecordError, expand_record
 from .content import TokenUsage, header_model, source_model, token_usage
 from .logfile import Encoding, LogReader, encoding_of
 from .model import TURN_END, TURN_START, SessionEvent
@@ -546,19 +545,39 @@ def _fast_fold(path: Path, seed_length: int | None) -> UsageFold | None:
     if not data.endswith(b"\n"):
         return None  # a torn tail or an empty file: the reader's rules apply
     fold = UsageFold(seed_length)
-    lines = data.split(b"\n")
-    needles = _NEEDLES
+    # Find the lines that matter with C-speed searches over the whole buffer (most
+    # lines are streamed text chunks that hold none of the needles), then decode
+    # just those, in file order. The header line (offset 0) is never an event.
+    header_end = data.find(b"\n") + 1
+    starts: set[int] = set()
+    find, rfind = data.find, data.rfind
+    for needle in _NEEDLES:
+        at = find(needle, header_end)
+        while at != -1:
+            start = rfind(b"\n", 0, at) + 1
+            end = find(b"\n", at)
+            starts.add(start)
+            at = find(needle, end)
     feed = fold.feed_one
     loads = orjson.loads
-    for line in islice(lines, 1, len(lines) - 1):
-        for needle in needles:
-            if needle in line:
-                break
-        else:
+    packed = PACKED_TAGS
+    for start in sorted(starts):
+        try:
+            obj = loads(data[start : find(b"\n", start)])
+        except orjson.JSONDecodeError:
+            return None
+        # A plain event, checked as `expand_record` checks it (packed rows go there).
+        etype = obj.get("type") if isinstance(obj, dict) else None
+        seq = obj.get("seq") if etype is not None else None
+        if type(etype) is str and type(seq) is int and etype not in packed:
+            time = obj.get("time", 0)
+            if not isinstance(time, int | float) or isinstance(time, bool):
+                time = 0
+            feed(etype, seq, time, obj.get("data"))
             continue
         try:
-            events = expand_record(loads(line))
-        except (orjson.JSONDecodeError, RecordError):
+            events = expand_record(obj)
+        except RecordError:
             return None
         for event in events:
             feed(event.type, event.seq, event.time, event.data)
