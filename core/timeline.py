@@ -247,7 +247,10 @@ class TimelineBuilder:
                 self._title = data["title"]
             return
         if etype == "session/end-seed":
+            # The end of the inherited part: no turn's event, not the child's own work.
             self._end_seed = event.seq
+            if current is None:
+                self._lead_in = event.seq + 1
             return
         if current is None:
             current = _TurnBuilder(

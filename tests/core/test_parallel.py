@@ -73,7 +73,13 @@ def _write_root(root: Path, sessions: int) -> None:
     for k in range(sessions):
         folder = root / f"--home-dev-p{k % 3}--" / f"s{k:05d}"
         folder.mkdir(parents=True)
-        header = {"type": "session", "version": 0, "id": f"s{k:05d}", "createdAt": k}
+        header = {
+            "type": "session",
+            "version": 0,
+            "delegationDepth": 0,
+            "id": f"s{k:05d}",
+            "createdAt": k,
+        }
         if k % 7 == 3:
             header |= {"parentSession": f"s{k - 1:05d}", "seedLength": 0}
         lines = [
