@@ -57,6 +57,7 @@ from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_
 from .summary import (
     SessionSummary,
     from_contents,
+    last_activity_between,
     summarize,
     summarize_small,
     summary_state,
@@ -1131,6 +1132,7 @@ def _copied_child_summary(
             if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
                 return None
             title = title_between(mm, copied.start - 1, copied.end)
+            last_activity = last_activity_between(mm, copied.start - 1, copied.end)
     except (OSError, ValueError):
         return None
     return SessionSummary(
@@ -1146,4 +1148,5 @@ def _copied_child_summary(
         problems=tuple(header_problems),
         size=st.st_size,
         mtime=st.st_mtime,
+        last_activity=last_activity,
     )

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 import zstandard
@@ -31,7 +31,15 @@ from .logfile import (
     torn_line_message,
 )
 from .model import LogProblem, ProblemKind, SessionHeader
-from .timeline import Timeline, build_timeline, message_text
+from .records import (
+    fallback_title,
+    is_user_input,
+    loads,
+    message_text,
+    record_last_time,
+    session_title,
+)
+from .timeline import Timeline, build_timeline
 
 # Plain values of the enums the listing's inner loop writes into summary states.
 RAW: Final = Encoding.RAW.value
@@ -75,6 +83,8 @@ class SessionSummary:
         size: Bytes of the file consumed: whole lines (raw) or whole frames (zstd).
             A reader that resumes at this offset sees exactly the appended records.
         mtime: File modification time.
+        last_activity: Epoch ms of the log's last event (its `time`), None if the log
+            holds no events.
     """
 
     id: str
@@ -89,6 +99,7 @@ class SessionSummary:
     problems: tuple[LogProblem, ...] = field(default=())
     size: int = 0
     mtime: float = 0.0
+    last_activity: int | None = None
 
     @property
     def cwd(self) -> str | None:
@@ -122,7 +133,7 @@ class SessionSummary:
 
     def to_state(self) -> tuple[Any, ...]:
         """This summary as plain values (`marshal`-able), path left out: the compact
-        form `parallel.split_map` sends between processes."""
+        form `parallel.split_map` sends between processes (`SummaryState` names them)."""
         header = None if self.header is None else _header_state(self.header)
         problems = _problem_states(self.problems)
         return (
@@ -137,27 +148,27 @@ class SessionSummary:
             problems,
             self.size,
             self.mtime,
+            self.last_activity,
         )
 
     @classmethod
     def from_state(cls, path: Path, state: tuple[Any, ...]) -> SessionSummary:
         """The summary `to_state` gave, for the log at `path`."""
-        sid, encoding, header, title, events, last_seq, turns, open_turn, problems, size, mtime = (
-            state
-        )
+        st = SummaryState._make(state)
         return cls(
-            sid,
+            st.id,
             path,
-            Encoding(encoding),
-            None if header is None else SessionHeader(*header),
-            title,
-            events,
-            last_seq,
-            turns,
-            open_turn,
-            tuple(LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in problems),
-            size,
-            mtime,
+            Encoding(st.encoding),
+            None if st.header is None else SessionHeader(*st.header),
+            st.title,
+            st.events,
+            st.last_seq,
+            st.turns,
+            st.open_turn,
+            tuple(LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in st.problems),
+            st.size,
+            st.mtime,
+            st.last_activity,
         )
 
     def display_title(self) -> str:
@@ -169,30 +180,72 @@ class SessionSummary:
         return state_json(str(self.path), self.to_state(), extra_problems)
 
 
+class HeaderState(NamedTuple):
+    """A header as plain values: `SessionHeader`'s fields in order."""
+
+    id: str
+    created_at: int
+    version: Any
+    cwd: str | None
+    parent_session: str | None
+    seed_length: int | None
+    origin: str | None
+    delegation_depth: int | None
+    agent_preset: str | None
+    extra: dict[str, Any]
+
+
+class SummaryState(NamedTuple):
+    """Names for the plain values of `SessionSummary.to_state` (and `summary_state`).
+
+    States cross processes as plain tuples (`marshal` takes no tuple subclass):
+    readers name them with `SummaryState._make(state)`.
+    """
+
+    id: str
+    encoding: str
+    #: `HeaderState` values, None if the header is unusable.
+    header: tuple[Any, ...] | None
+    title: str | None
+    events: int
+    last_seq: int | None
+    turns: int
+    open_turn: bool
+    #: (kind value, message, seq, line) per problem.
+    problems: tuple[tuple[Any, ...], ...]
+    size: int
+    mtime: float
+    last_activity: int | None
+
+
 def state_json(
     path: str, state: tuple[Any, ...], extra_problems: Iterable[LogProblem] = ()
 ) -> dict[str, Any]:
     """The CLI's `ls --json` entry of a summary given as `SessionSummary.to_state`
     values (a listing need not build the summary object)."""
-    sid, encoding, header, title, events, last_seq, turns, open_turn, problems, _, _ = state
-    has = header is not None
+    st = SummaryState._make(state)
+    header = None if st.header is None else HeaderState._make(st.header)
     return {
-        "id": sid,
-        "title": title,
-        "cwd": header[3] if has else None,
-        "createdAt": header[1] if has else 0,
-        "parentSession": header[4] if has else None,
-        "seedLength": header[5] if has else None,
-        "origin": header[6] if has else None,
-        "delegationDepth": header[7] if has else None,
+        "id": st.id,
+        "title": st.title,
+        "cwd": header.cwd if header else None,
+        "createdAt": header.created_at if header else 0,
+        "parentSession": header.parent_session if header else None,
+        "seedLength": header.seed_length if header else None,
+        "origin": header.origin if header else None,
+        "delegationDepth": header.delegation_depth if header else None,
         "path": path,
-        "encoding": encoding,
-        "events": events,
-        "lastSeq": last_seq,
-        "turns": turns,
-        "openTurn": open_turn,
+        "encoding": st.encoding,
+        "events": st.events,
+        "lastSeq": st.last_seq,
+        "lastActivity": st.last_activity,
+        "turns": st.turns,
+        "openTurn": st.open_turn,
         "problems": [
-            *({"kind": kind, "message": message, "seq": seq} for kind, message, seq, _ in problems),
+            *(
+                {"kind": kind, "message": message, "seq": seq}
+                for kind, message, seq, _ in st.problems
+            ),
             *(p.to_json_dict() for p in extra_problems),
         ],
     }
@@ -200,10 +253,11 @@ def state_json(
 
 def state_link_key(path: str, state: tuple[Any, ...]) -> tuple[str, str | None, int, str, bool]:
     """`lineage.link_key` of a summary given as `SessionSummary.to_state` values."""
-    header = state[2]
-    if header is None:
-        return (state[0], None, 0, path, False)
-    return (state[0], header[4], header[1], path, True)
+    st = SummaryState._make(state)
+    if st.header is None:
+        return (st.id, None, 0, path, False)
+    header = HeaderState._make(st.header)
+    return (st.id, header.parent_session, header.created_at, path, True)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -292,7 +346,7 @@ def summary_state(
             None,
             None,
         )
-        return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0)
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0, None)
     if encoding == RAW:
         state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime)
     else:
@@ -351,6 +405,7 @@ def from_contents(
         problems=contents.problems,
         size=contents.size,
         mtime=mtime,
+        last_activity=activity_of(contents.events[-1].time) if contents.events else None,
     )
 
 
@@ -372,7 +427,7 @@ def _scan(
     log's shape needs a full read."""
     if not buf or buf.isspace():
         empty = (EMPTY, "the log file is empty", None, None)
-        return (fallback_id, encoding, None, None, 0, None, 0, False, (empty,), size, mtime)
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (empty,), size, mtime, None)
     end = buf.rfind(b"\n") + 1
     if encoding == RAW:
         size = end  # resume after the last whole line
@@ -431,11 +486,11 @@ def _scan(
     if dts:
         events += b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
     last_seq: int | None = None
+    last_activity: int | None = None
     if records:
         try:
-            last_span = record_seqs(
-                orjson.loads(buf[buf.rfind(b"\n", first_nl, end - 1) + 1 : end - 1])
-            )
+            last_obj = orjson.loads(buf[buf.rfind(b"\n", first_nl, end - 1) + 1 : end - 1])
+            last_span = record_seqs(last_obj)
             first_span = record_seqs(
                 orjson.loads(buf[first_nl + 1 : buf.find(b"\n", first_nl + 1)])
             )
@@ -444,6 +499,8 @@ def _scan(
         if first_span is None or last_span is None:
             return None
         last_seq = last_span[1]
+        last_time = record_last_time(last_obj)
+        last_activity = None if last_time is None else activity_of(last_time)
         if first_span[0] != 0 or last_seq != events - 1:
             # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
             # (its dt count is then not its member count). Only a full read says which.
@@ -460,7 +517,13 @@ def _scan(
         problems,
         size,
         mtime,
+        last_activity,
     )
+
+
+def activity_of(time: float) -> int:
+    """`SessionSummary.last_activity` of an event time (whole epoch ms)."""
+    return int(time)
 
 
 def valid_utf8(buf: bytes) -> bool:
@@ -479,6 +542,19 @@ def valid_utf8(buf: bytes) -> bool:
     return True
 
 
+def last_activity_between(buf: bytes | mmap.mmap, start: int, end: int) -> int | None:
+    """`SessionSummary.last_activity` of a log whose records are `buf[start:end]`
+    (laid out as for `title_between`), None if its last record does not say."""
+    if end - start < 2:
+        return None
+    try:
+        obj = loads(bytes(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1]))
+    except orjson.JSONDecodeError:
+        return None
+    time = record_last_time(obj)
+    return None if time is None else activity_of(time)
+
+
 def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
     """The title `summarize` gives a log whose records are `buf[start:end]`.
 
@@ -489,11 +565,12 @@ def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
     pos = buf.rfind(_TITLE, start, end)
     if pos >= 0:
         try:
-            data = orjson.loads(_line_at(buf, pos + 1)).get("data")
-            if isinstance(data, dict) and isinstance(data.get("title"), str):
-                return str(data["title"])
-        except (orjson.JSONDecodeError, AttributeError):
-            pass
+            obj = orjson.loads(_line_at(buf, pos + 1))
+        except orjson.JSONDecodeError:
+            obj = None
+        title = session_title(obj.get("data")) if isinstance(obj, dict) else None
+        if title is not None:
+            return title
     pos = buf.find(_USER, start, end)
     while pos >= 0:
         try:
@@ -501,10 +578,10 @@ def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
         except orjson.JSONDecodeError:
             return None
         data = obj.get("data") if isinstance(obj, dict) else None
-        source = data.get("source") if isinstance(data, dict) else None
-        if not isinstance(source, dict) or source.get("kind") in (None, "user"):
-            text = message_text(data).strip()
-            if text:  # like the timeline: the first user text that is not blank
-                return text.splitlines()[0]
+        if not isinstance(data, dict) or is_user_input(data):
+            # like the timeline: the first user text that is not blank
+            title = fallback_title(message_text(data))
+            if title is not None:
+                return title
         pos = buf.find(_USER, pos + 1, end)
     return None

@@ -36,6 +36,7 @@ SESSION_KEYS = [
     "encoding",
     "events",
     "lastSeq",
+    "lastActivity",
     "turns",
     "openTurn",
     "problems",
