@@ -70,6 +70,7 @@ from .records import (
     decode_head,
     has_turn_end,
     loads,
+    packed_members,
     record_last_time,
 )
 from .records import ZSTD_INDEX_THRESHOLD as ZSTD_INDEX_THRESHOLD  # re-exported
@@ -337,7 +338,7 @@ class _Indexer:
                 except HeadError:
                     head = None
             if head is not None and head.seq0 is not None and head.type in _PACKED_STR:
-                stop = self._packed(line, line_no)
+                stop = self._packed(line, line_no, head.type)
             elif head is not None and head.type not in _STRUCTURAL_STR:
                 # A plain event alone (a batch with an odd line in it).
                 if head.seq is None:
@@ -472,7 +473,13 @@ class _Indexer:
         if self.last_seq is not None:
             self.end_offsets[self.last_seq] = end
 
-    def _packed(self, line: bytes, line_no: int) -> _Stop | None:
+    def _packed(self, line: bytes, line_no: int, tag: str) -> _Stop | None:
+        quick = packed_members(line, tag)
+        if quick is not None:
+            self._first_seq = quick[0]
+            self._ended = False
+            self._check_run(quick[0], quick[1], line_no)
+            return None
         try:
             obj = loads(line)
         except orjson.JSONDecodeError as exc:

@@ -57,6 +57,34 @@ class RecordHead(msgspec.Struct, gc=False):
     seq0: int | None = None
 
 
+class _PackedData(msgspec.Struct, gc=False):
+    dt: list[int | float]
+    texts: list[msgspec.Raw] | None = None
+    args: list[msgspec.Raw] | None = None
+
+
+class _PackedHead(msgspec.Struct, gc=False):
+    seq0: int
+    data: _PackedData
+
+
+_decode_packed: Final = msgspec.json.Decoder(_PackedHead).decode
+
+
+def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
+    """(seq0, member count) of a packed row line that `codec.packed_count` would take,
+    checked without building its members; None when this quick decode cannot tell
+    (then decode the line whole and ask `packed_count`)."""
+    try:
+        head = _decode_packed(line)
+    except msgspec.DecodeError:
+        return None
+    members = head.data.args if PACKED_TAGS[tag][1] == "args" else head.data.texts
+    if not members or len(head.data.dt) != len(members) - 1:
+        return None
+    return head.seq0, len(members)
+
+
 #: Decodes one record line (bytes) into a `RecordHead`.
 decode_head: Final = msgspec.json.Decoder(RecordHead).decode
 #: Errors `decode_head` raises for a line it does not take (`ValidationError` included).
