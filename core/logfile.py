@@ -18,11 +18,10 @@ import zstandard
 
 from .codec import RecordError, expand_record, parse_header
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .records import TURN_END_LINE, has_reason_kind, has_turn_end, loads
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
-_TURN_END_MARK: Final = b'"type":"turn/end"'
-_TURN_END_LINE: Final = b'{"type":"turn/end"'
 #: How many seq problems one log reports before it only counts them.
 MAX_SEQ_PROBLEMS: Final = 20
 
@@ -71,8 +70,7 @@ def seq_break_problem(prev: int | None, seq: int, line: int | None) -> LogProble
 def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None:
     """The problem for a `turn/end` without a reason kind, or None if it has one."""
     data = event.data
-    reason = data.get("reason") if isinstance(data, dict) else None
-    if isinstance(reason, dict) and isinstance(reason.get("kind"), str):
+    if has_reason_kind(data):
         return None
     shown = orjson.dumps(data).decode("utf-8", "replace")
     if len(shown) > 80:
@@ -106,9 +104,8 @@ def bad_record_problem(
             seq=next_seq,
             line=line,
         )
-    return LogProblem(
-        kind, f"{message}; the log is unreadable past seq {next_seq - 1}", seq=next_seq, line=line
-    )
+    where = f"past seq {next_seq - 1}" if next_seq > 0 else "from its first event on"
+    return LogProblem(kind, f"{message}; the log is unreadable {where}", seq=next_seq, line=line)
 
 
 @dataclass(slots=True)
@@ -280,7 +277,7 @@ class LogReader:
             self.offset += line_len
             if self._line == 1 and self.header is not None:
                 self.header_end = self.offset
-            elif self._ended_turn is not None and line.startswith(_TURN_END_LINE):
+            elif self._ended_turn is not None and line.startswith(TURN_END_LINE):
                 # Where a fork through this turn/end stops copying (as the index records).
                 self.turn_end_offsets[self._ended_turn] = self.offset
         if tail and self.header is None and not self.problems and not _may_become_header(tail):
@@ -354,7 +351,7 @@ class LogReader:
         if not line.strip():
             return True
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError as exc:
             self._pending = (f"line {self._line} is not valid JSON ({exc})", ProblemKind.CORRUPT)
             return False
@@ -374,7 +371,7 @@ class LogReader:
 
     def _consume_header(self, line: bytes) -> bool:
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError:
             obj = None
         header, problems = parse_header(obj)
@@ -438,7 +435,7 @@ class LogReader:
             message,
             kind,
             torn_possible=torn_possible,
-            turn_end_follows=_TURN_END_MARK in rest,
+            turn_end_follows=has_turn_end(rest),
             next_seq=seq,
             line=self._line,
         )

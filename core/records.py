@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -121,6 +122,32 @@ def loads(line: bytes) -> Any:
             return json.loads(line.decode("utf-8"), parse_constant=_no_constant)
         except (ValueError, RecursionError):
             raise exc from None
+
+
+#: The record types that open and close a turn.
+TURN_TYPES: Final = frozenset(("turn/start", "turn/end"))
+
+
+def count_turns(kinds: Iterable[str], turns: int = 0, open_turn: bool = False) -> tuple[int, bool]:
+    """(turns, open turn?) after the turn records `kinds` (`turn/start`, `turn/end`;
+    other types are ignored), from `turns` and `open_turn`: a `turn/start` starts a
+    turn; a `turn/end` closes the open one, or is a turn of its own when none is open
+    (real logs hold such rows), the way the timeline groups them."""
+    for kind in kinds:
+        if kind == "turn/start":
+            turns += 1
+            open_turn = True
+        elif kind == "turn/end":
+            turns += 0 if open_turn else 1
+            open_turn = False
+    return turns, open_turn
+
+
+def has_reason_kind(data: Any) -> bool:
+    """True if a `turn/end` event's data has a `reason.kind` string (else the log has
+    an odd event: `logfile.turn_end_problem`)."""
+    reason = data.get("reason") if isinstance(data, dict) else None
+    return isinstance(reason, dict) and isinstance(reason.get("kind"), str)
 
 
 def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:

@@ -12,16 +12,16 @@ from __future__ import annotations
 import codecs
 import mmap
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import orjson
 import zstandard
 
-from .codec import PACKED_TAGS, parse_header, plain_header_values, record_seqs
+from .codec import PACKED_TAGS, parse_header, plain_header_values
 from .logfile import (
     ZSTD_SUFFIX,
     Encoding,
@@ -30,12 +30,18 @@ from .logfile import (
     torn_frame_message,
     torn_line_message,
 )
-from .model import LogProblem, ProblemKind, SessionHeader
+from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
 from .records import (
+    TURN_TYPES,
+    HeadError,
+    count_turns,
+    decode_head,
     fallback_title,
+    has_reason_kind,
     is_user_input,
     loads,
     message_text,
+    packed_members,
     record_last_time,
     session_title,
 )
@@ -53,16 +59,7 @@ _TITLE: Final = b'\n{"type":"session/title"'
 _USER: Final = b'\n{"type":"user/message"'
 #: One record ends and the next starts, as dsh writes them.
 _JOINT: Final = b'}\n{"type":"'
-_TAGS: Final = b"|".join(re.escape(tag.encode()) for tag in PACKED_TAGS)
-#: Every turn/start, turn/end and packed row, in file order, with a packed row's
-#: `"dt":[...]` when the row starts the way dsh writes one (else empty).
-_SPECIAL: Final = re.compile(
-    rb'\n\{"type":"(turn/start|turn/end|' + _TAGS + rb')"'
-    rb'(?:,"seq0":[0-9]+,"time0":[^,\n]*,"data":\{"turn":[^,\n]*,"step":[^,\n]*,'
-    rb'"index":[^,\n]*,("dt":\[[^\]\n]*\]))?'
-)
-#: A packed row's `"dt":[...]` wherever it sits on its line (another key order).
-_ANY_DT: Final = re.compile(rb'\n\{"type":"(?:' + _TAGS + rb')"[^\n]*?("dt":\[[^\]\n]*\])')
+_TYPE: Final = attrgetter("type")
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,7 +434,7 @@ def _scan(
     if first_nl < 0 or first_nl >= end:
         return None  # only a torn header line: let the full reader classify it
     try:
-        header_obj = orjson.loads(buf[:first_nl])
+        header_obj = loads(buf[:first_nl])
     except orjson.JSONDecodeError:
         return None
     header_values = plain_header_values(header_obj)
@@ -462,49 +459,17 @@ def _scan(
         return None
     if not buf.isascii() and not valid_utf8(buf[first_nl:end]):
         return None  # bytes that are not UTF-8: the full reader says which line
-    turns, open_turn = 0, False
-    dts: list[bytes] = []
-    for kind, dt in _SPECIAL.findall(buf, first_nl, end):
-        if kind == b"turn/start":
-            turns += 1
-            open_turn = True
-        elif kind == b"turn/end":
-            # Closes the open turn, or is a turn of its own when none is open (real
-            # logs hold such rows), the way the timeline groups them.
-            turns += 0 if open_turn else 1
-            open_turn = False
-        else:
-            dts.append(dt)
-    if b"" in dts:
-        # A packed row whose keys are not in dsh's order: find its dt on its line.
-        packed = len(dts)
-        dts = _ANY_DT.findall(buf, first_nl, end)
-        if len(dts) != packed:
-            return None  # a packed row without a dt array on its line: read it whole
-    # A packed row holds len(dt) + 1 events where the record count counted one.
-    events = records
-    if dts:
-        events += b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
+    counted = _count_records(buf[first_nl + 1 : end - 1]) if records else (0, None, [])
+    if counted is None:
+        return None  # a line that is not a plain record in order: read it whole
+    events, last_obj, kinds = counted
+    turns, open_turn = count_turns(kinds)
     last_seq: int | None = None
     last_activity: int | None = None
-    if records:
-        try:
-            last_obj = orjson.loads(buf[buf.rfind(b"\n", first_nl, end - 1) + 1 : end - 1])
-            last_span = record_seqs(last_obj)
-            first_span = record_seqs(
-                orjson.loads(buf[first_nl + 1 : buf.find(b"\n", first_nl + 1)])
-            )
-        except orjson.JSONDecodeError:
-            return None  # a bad first or last line: the full reader tells torn from corrupt
-        if first_span is None or last_span is None:
-            return None
-        last_seq = last_span[1]
+    if events:
+        last_seq = events - 1
         last_time = record_last_time(last_obj)
         last_activity = None if last_time is None else activity_of(last_time)
-        if first_span[0] != 0 or last_seq != events - 1:
-            # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
-            # (its dt count is then not its member count). Only a full read says which.
-            return None
     return (
         header_values[0],
         encoding,
@@ -519,6 +484,44 @@ def _scan(
         mtime,
         last_activity,
     )
+
+
+def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
+    """(events, the last record decoded, the turn types in order) of the record
+    lines `records` (newline-separated, no final newline), when every line is one
+    JSON value with a string type and its seqs follow on from 0 (packed rows
+    expanded); None when only a full read can say what the lines hold.
+
+    Every line is decoded (msgspec, in C, into a `RecordHead`): the listing checks
+    that each is JSON and reads its type as `JSON.parse` does (the last of duplicate
+    keys), so it counts what the full reader counts.
+    """
+    lines = records.split(b"\n")
+    try:
+        heads = list(map(decode_head, lines))
+    except HeadError:
+        return None
+    expected = 0
+    packed = PACKED_TAGS
+    for line, head in zip(lines, heads, strict=True):
+        if head.seq0 is not None and head.type in packed:
+            quick = packed_members(line, head.type)
+            if quick is None or quick[0] != expected:
+                return None
+            expected += quick[1]
+        elif head.seq != expected:
+            return None
+        else:
+            expected += 1
+    try:
+        last = loads(lines[-1])
+        ends = [loads(lines[i]) for i, h in enumerate(heads) if h.type == TURN_END]
+    except orjson.JSONDecodeError:
+        return None
+    if not all(has_reason_kind(end.get("data")) for end in ends):
+        return None  # a turn/end without a reason kind: the full reader names the odd event
+    kinds = [t for t in map(_TYPE, heads) if t in TURN_TYPES]
+    return expected, last, kinds
 
 
 def activity_of(time: float) -> int:
@@ -563,25 +566,33 @@ def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
     child's title from the parent (an `mmap` of it) instead of the copy.
     """
     pos = buf.rfind(_TITLE, start, end)
-    if pos >= 0:
-        try:
-            obj = orjson.loads(_line_at(buf, pos + 1))
-        except orjson.JSONDecodeError:
-            obj = None
-        title = session_title(obj.get("data")) if isinstance(obj, dict) else None
-        if title is not None:
-            return title
+    while pos >= 0:
+        obj = _record_at(buf, pos + 1)
+        # (A candidate is confirmed by decoding: a duplicate "type" key names another.)
+        if obj is not None and obj.get("type") == "session/title":
+            title = session_title(obj.get("data"))
+            if title is not None:
+                return title
+        pos = buf.rfind(_TITLE, start, pos)
     pos = buf.find(_USER, start, end)
     while pos >= 0:
-        try:
-            obj = orjson.loads(_line_at(buf, pos + 1))
-        except orjson.JSONDecodeError:
+        obj = _record_at(buf, pos + 1)
+        if obj is None:
             return None
-        data = obj.get("data") if isinstance(obj, dict) else None
-        if not isinstance(data, dict) or is_user_input(data):
+        if obj.get("type") == "user/message":
             # like the timeline: the first user text that is not blank
-            title = fallback_title(message_text(data))
+            data = obj.get("data")
+            title = fallback_title(message_text(data)) if is_user_input(data) else None
             if title is not None:
                 return title
         pos = buf.find(_USER, pos + 1, end)
     return None
+
+
+def _record_at(buf: bytes | mmap.mmap, start: int) -> dict[str, Any] | None:
+    """The record decoded from the line at `start`, None if it is not a JSON object."""
+    try:
+        obj = loads(_line_at(buf, start))
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
