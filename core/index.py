@@ -63,6 +63,7 @@ from .logfile import (
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
+    MAX_HEADER_LINE,
     TURN_END_LINE,
     TURN_END_OVERLAP,
     HeadError,
@@ -581,13 +582,12 @@ def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
 
 def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
     ix._size = max(size, 1)
-    first = b""
-    while True:
-        more = os.pread(fd, 1 << 16, len(first))
-        first += more
-        nl = first.find(b"\n")
-        if nl >= 0 or not more:
-            break
+    # At most a header's worth (see `records.MAX_HEADER_LINE`): a longer first line
+    # is a bad header, which the full reader names (`_from_full_read`).
+    first = _pread_all(fd, min(size, MAX_HEADER_LINE + 1), 0)
+    nl = first.find(b"\n")
+    if nl < 0 and len(first) > MAX_HEADER_LINE:
+        return
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return
@@ -615,9 +615,23 @@ def _index_raw_lines(
         end = chunk.rfind(b"\n") + 1
         if end == 0:
             if pos + len(chunk) < size:
-                # A single line longer than a block: read until its newline.
-                chunk = _read_line(fd, pos, size)
-                end = chunk.rfind(b"\n") + 1
+                # A single line longer than a block: find its end in bounded windows,
+                # and read it whole only if its first block could begin a record
+                # (a run of NULs after a crash, or other junk, is not held in memory).
+                line_end = _find_newline(fd, pos + len(chunk), end_at)
+                if line_end < 0:
+                    ix.set_tail(torn_line_message(size - pos))
+                    return
+                why = _prefix_error(chunk)
+                if why is not None:
+                    bad_line = ix.line + 1
+                    rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
+                    ix.offset = pos
+                    stop = _Stop(f"line {bad_line} is not valid JSON ({why})", ProblemKind.CORRUPT)
+                    ix.stop(stop, bad_line, rest)
+                    return
+                chunk = _pread_all(fd, line_end + 1 - pos, pos)
+                end = len(chunk)
             if end == 0:
                 ix.set_tail(torn_line_message(len(chunk)))
                 return
@@ -639,17 +653,46 @@ def _index_raw_lines(
         ix.set_tail(torn_line_message(size - pos))
 
 
-def _read_line(fd: int, pos: int, size: int) -> bytes:
+def _pread_all(fd: int, n: int, pos: int) -> bytes:
+    """`n` bytes from `pos` (fewer only at the end of the file)."""
     parts: list[bytes] = []
-    while pos < size:
-        chunk = os.pread(fd, BLOCK_SIZE, pos)
+    while n > 0:
+        chunk = os.pread(fd, min(n, BLOCK_SIZE), pos)
         if not chunk:
             break
         parts.append(chunk)
         pos += len(chunk)
-        if b"\n" in chunk:
-            break
+        n -= len(chunk)
     return b"".join(parts)
+
+
+def _find_newline(fd: int, pos: int, end: int) -> int:
+    """File offset of the first newline in `[pos, end)`, -1 if none (bounded reads)."""
+    while pos < end:
+        chunk = os.pread(fd, min(BLOCK_SIZE, end - pos), pos)
+        if not chunk:
+            return -1
+        k = chunk.find(b"\n")
+        if k >= 0:
+            return pos + k
+        pos += len(chunk)
+    return -1
+
+
+def _prefix_error(prefix: bytes) -> str | None:
+    """The error orjson gives for any line that starts with `prefix`, when the prefix
+    alone proves it (an error well before the prefix ends, which no later byte can
+    undo); None when the whole line must be decoded to tell."""
+    try:
+        orjson.loads(prefix)
+    except orjson.JSONDecodeError as exc:
+        why = str(exc)
+        chars = len(prefix.decode("utf-8", "ignore"))  # orjson counts characters
+        if exc.pos < chars - 8 and not any(
+            word in why for word in ("end of data", "UTF-8", "surrogate", "infinity", "depth")
+        ):
+            return why
+    return None
 
 
 class _FrameReader:

@@ -18,7 +18,14 @@ import zstandard
 
 from .codec import RecordError, expand_record, parse_header
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .records import TURN_END_LINE, has_reason_kind, has_turn_end, loads
+from .records import (
+    MAX_HEADER_LINE,
+    TURN_END_LINE,
+    has_reason_kind,
+    has_turn_end,
+    loads,
+    long_header_message,
+)
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
@@ -245,7 +252,19 @@ class LogReader:
                     # It was empty when last read; now the writer has begun: start over.
                     self.problems = [p for p in self.problems if p.kind is not ProblemKind.EMPTY]
                 fh.seek(self.offset)
-                chunk = fh.read()
+                if self.header is None and self.offset == 0:
+                    # The header line first, and no more than a header can be: a file
+                    # of NULs (a crash) or junk is not read whole to find that out.
+                    head = fh.read(MAX_HEADER_LINE + 1)
+                    if b"\n" not in head and len(head) > MAX_HEADER_LINE:
+                        self._line = 1
+                        self._add(LogProblem(ProblemKind.BAD_HEADER, long_header_message(), line=1))
+                        self._stuck = True
+                        batch.problems.extend(self.problems)
+                        return batch
+                    chunk = head + fh.read()
+                else:
+                    chunk = fh.read()
         except OSError as exc:
             problem = LogProblem(
                 ProblemKind.UNREADABLE, f"cannot read {self.path.name}: {exc.strerror or exc}"

@@ -26,6 +26,16 @@ INDEX_THRESHOLD: Final = 8 << 20
 #: A zstd log is indexed from this compressed size (dsh's text compresses about 4:1).
 ZSTD_INDEX_THRESHOLD: Final = INDEX_THRESHOLD // 4
 
+#: A first line longer than this is not a session header (a header is a few hundred
+#: bytes): a crash-zeroed or junk file is called a bad header at once, read no further.
+MAX_HEADER_LINE: Final = 1 << 20
+
+
+def long_header_message(limit: int = MAX_HEADER_LINE) -> str:
+    """The bad-header message for a first line longer than `limit` bytes."""
+    return f"the first line is longer than {limit >> 20} MiB: not a session header"
+
+
 #: How a `turn/end` record starts when dsh writes it (a fork copies up to such a line).
 TURN_END_LINE: Final = b'{"type":"turn/end"'
 #: A `"type":"turn/end"` member as any JSON writer spaces it (`json.dumps` writes

@@ -32,6 +32,7 @@ from .logfile import (
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
 from .records import (
+    MAX_HEADER_LINE,
     TURN_TYPES,
     HeadError,
     count_turns,
@@ -430,9 +431,9 @@ def _scan(
         size = end  # resume after the last whole line
         if end < len(buf):
             problems = ((TORN_TAIL, torn_line_message(len(buf) - end), None, None),)
-    first_nl = buf.find(b"\n")
+    first_nl = buf.find(b"\n", 0, MAX_HEADER_LINE + 1)
     if first_nl < 0 or first_nl >= end:
-        return None  # only a torn header line: let the full reader classify it
+        return None  # a torn or overlong header line: let the full reader classify it
     try:
         header_obj = loads(buf[:first_nl])
     except orjson.JSONDecodeError:
