@@ -7,6 +7,7 @@ frames) are consumed, so a writer appending at the same time is never half-read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,6 +30,9 @@ from .records import (
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
+#: Bytes at the start and before the end of what was read that a reader re-checks
+#: when the file's mtime moves (`LogReader._rewritten`).
+_MARK_BYTES: Final = 4096
 #: How many seq problems one log reports before it only counts them.
 MAX_SEQ_PROBLEMS: Final = 20
 
@@ -163,6 +167,9 @@ class LogReader:
         self._seq_problems = 0
         self._stuck = False
         self._identity: tuple[int, int] | None = None
+        #: (mtime_ns, fingerprint of the bytes read so far) after the last read: a log
+        #: rewritten in place (same inode, truncated, then longer) is told by it.
+        self._mark: tuple[int, bytes | None] | None = None
         self._dctx = zstandard.ZstdDecompressor()
 
     @classmethod
@@ -199,6 +206,7 @@ class LogReader:
             reader._identity = (st.st_dev, st.st_ino)
         except OSError:
             pass
+        reader._remember()
         return reader
 
     @property
@@ -232,7 +240,9 @@ class LogReader:
                 st = os.fstat(fh.fileno())
                 identity = (st.st_dev, st.st_ino)
                 if self._identity is not None and (
-                    identity != self._identity or st.st_size < self.offset
+                    identity != self._identity
+                    or st.st_size < self.offset
+                    or self._rewritten(fh.fileno(), st.st_mtime_ns)
                 ):
                     self._reset()
                     batch.reset = True
@@ -279,7 +289,44 @@ class LogReader:
         else:
             self._consume_raw(chunk, batch)
         batch.problems.extend(self.problems[before:])
+        self._remember()
         return batch
+
+    def _fingerprint(self, fd: int) -> bytes | None:
+        """A hash of the first block and of the last block before `offset` (the bytes
+        this reader has consumed), None before anything was consumed."""
+        if self.offset == 0:
+            return None
+        head = os.pread(fd, min(_MARK_BYTES, self.offset), 0)
+        start = max(0, self.offset - _MARK_BYTES)
+        tail = os.pread(fd, self.offset - start, start)
+        return hashlib.blake2b(head + b"\0" + tail, digest_size=16).digest()
+
+    def _remember(self) -> None:
+        """Note the file's mtime and the fingerprint of what was consumed."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            self._mark = None
+            return
+        try:
+            self._mark = (os.fstat(fd).st_mtime_ns, self._fingerprint(fd))
+        except OSError:
+            self._mark = None
+        finally:
+            os.close(fd)
+
+    def _rewritten(self, fd: int, mtime_ns: int) -> bool:
+        """True if the bytes already consumed changed since the last read (the file was
+        rewritten in place: truncated, then written again, maybe longer than before).
+        Checked only when the mtime moved: an append-only log never trips it."""
+        mark = self._mark
+        if mark is None or mark[0] == mtime_ns or mark[1] is None:
+            return False
+        try:
+            return self._fingerprint(fd) != mark[1]
+        except OSError:
+            return False
 
     # -- raw -------------------------------------------------------------------------
 
