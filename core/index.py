@@ -64,6 +64,7 @@ from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeade
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
     MAX_HEADER_LINE,
+    MAX_SEQ_PROBLEMS,
     TURN_END_LINE,
     TURN_END_OVERLAP,
     HeadError,
@@ -73,6 +74,7 @@ from .records import (
     loads,
     packed_members,
     record_last_time,
+    seq_step,
 )
 from .records import ZSTD_INDEX_THRESHOLD as ZSTD_INDEX_THRESHOLD  # re-exported
 from .summary import SessionSummary, activity_of, from_contents, valid_utf8
@@ -84,8 +86,6 @@ BLOCK_SIZE: Final = 8 << 20
 ANCHOR_SPACING: Final = 256 << 10
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
-#: How many seq problems one log reports before it only counts them (as LogReader).
-MAX_SEQ_PROBLEMS: Final = 20
 
 _STRUCTURAL_STR: Final = frozenset(TIMELINE_TYPES)
 _PACKED_STR: Final = frozenset(PACKED_TAGS)
@@ -206,18 +206,13 @@ class _Indexer:
     # -- seq bookkeeping (LogReader._check_seq, for a run of consecutive seqs) -------
 
     def _check_run(self, seq: int, n: int, line: int) -> None:
-        expected = self.event_count
         prev = self.last_seq
-        self.event_count = expected + n
-        self.last_seq = seq + n - 1
         if prev is not None and seq <= prev:
             self.increasing = False
-        if seq == expected and self.contiguous == expected:
-            self.contiguous = expected + n
-            return
-        if prev is not None and seq == prev + 1:
-            return
-        if prev is None and seq == expected:
+        self.contiguous, broken = seq_step(self.event_count, self.contiguous, prev, seq, n)
+        self.event_count += n
+        self.last_seq = seq + n - 1
+        if not broken:
             return
         self.seq_problems += 1
         if self.seq_problems > MAX_SEQ_PROBLEMS:

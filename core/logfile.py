@@ -26,15 +26,16 @@ from .records import (
     has_turn_end,
     loads,
     long_header_message,
+    seq_step,
+    zstd_frames,
 )
+from .records import MAX_SEQ_PROBLEMS as MAX_SEQ_PROBLEMS  # re-exported
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
 #: Bytes at the start and before the end of what was read that a reader re-checks
 #: when the file's mtime moves (`LogReader._rewritten`).
 _MARK_BYTES: Final = 4096
-#: How many seq problems one log reports before it only counts them.
-MAX_SEQ_PROBLEMS: Final = 20
 
 
 class Encoding(StrEnum):
@@ -364,25 +365,20 @@ class LogReader:
     # -- zstd ------------------------------------------------------------------------
 
     def _consume_zstd(self, chunk: bytes, batch: ReadBatch) -> None:
-        pos = 0
-        while pos < len(chunk):
-            dobj = self._dctx.decompressobj()
-            try:
-                content = dobj.decompress(chunk[pos:])
-            except zstandard.ZstdError as exc:
+        for frame in zstd_frames(chunk, self._dctx):
+            if frame.content is None:
+                if frame.error is None:
+                    self._set_tail(torn_frame_message(len(chunk) - frame.start))
+                    return
                 self._line += 1
                 self._stop_at(
-                    f"zstd frame {self._line} does not decode ({exc})",
+                    f"zstd frame {self._line} does not decode ({frame.error})",
                     rest=b"",
                     kind=ProblemKind.CORRUPT,
                     torn_possible=False,
                 )
                 return
-            if not dobj.eof:
-                self._set_tail(torn_frame_message(len(chunk) - pos))
-                return
-            size = len(chunk) - pos - len(dobj.unused_data)
-            lines = content.split(b"\n")
+            lines = frame.content.split(b"\n")
             if lines[-1] != b"":
                 self._line += 1
                 self._stop_at(
@@ -395,12 +391,11 @@ class LogReader:
             frame_no = self._line
             for k, line in enumerate(lines[:-1]):
                 if not self._consume_line(line, batch):
-                    self._stop_pending(b"\n".join(lines[k + 1 :]) + chunk[pos + size :])
+                    self._stop_pending(b"\n".join(lines[k + 1 :]) + chunk[frame.end :])
                     return
             # Line numbers count frames for zstd logs: that is what a user can locate.
             self._line = frame_no + 1
-            pos += size
-            self.offset += size
+            self.offset += frame.end - frame.start
         self._set_tail(None)
 
     # -- records ---------------------------------------------------------------------
@@ -453,16 +448,11 @@ class LogReader:
         return header is not None
 
     def _check_seq(self, event: SessionEvent) -> None:
-        expected = self.event_count
-        self.event_count += 1
         prev = self.last_seq
+        self.contiguous, broken = seq_step(self.event_count, self.contiguous, prev, event.seq)
+        self.event_count += 1
         self.last_seq = event.seq
-        if event.seq == expected and self.contiguous == expected:
-            self.contiguous += 1
-            return
-        if prev is not None and event.seq == prev + 1:
-            return  # still consecutive after an earlier break: one problem is enough
-        if prev is None and event.seq == expected:
+        if not broken:
             return
         self._seq_problems += 1
         if self._seq_problems > MAX_SEQ_PROBLEMS:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, NamedTuple
 
 import msgspec
 import orjson
+import zstandard
 
 from .codec import PACKED_TAGS, packed_count
 
@@ -102,6 +103,46 @@ decode_head: Final = msgspec.json.Decoder(RecordHead).decode
 HeadError: Final = msgspec.DecodeError
 
 
+class ZstdFrame(NamedTuple):
+    """One frame of a zstd log, as `zstd_frames` finds it.
+
+    Attributes:
+        start: Offset of the frame in the compressed bytes.
+        end: Offset just past it (`start` for a frame that stops the walk).
+        content: Its decompressed bytes; None if the walk stops here.
+        error: Why it does not decode (corruption); None for a whole frame, and for an
+            incomplete last frame (an unfinished write: `content` is None too).
+    """
+
+    start: int
+    end: int
+    content: bytes | None
+    error: str | None
+
+
+def zstd_frames(data: bytes, dctx: zstandard.ZstdDecompressor | None = None) -> Iterator[ZstdFrame]:
+    """The frames of a multi-frame zstd log held in memory, in order: whole ones, then
+    (if the bytes end inside one or reach one that does not decode) one that stops the
+    walk. The one frame loop of the full reader and the listing; the index streams the
+    same frames from the file in bounded windows (`index._FrameReader`)."""
+    dctx = dctx or zstandard.ZstdDecompressor()
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        dobj = dctx.decompressobj()
+        try:
+            content = dobj.decompress(view[pos:])
+        except zstandard.ZstdError as exc:
+            yield ZstdFrame(pos, pos, None, str(exc))
+            return
+        if not dobj.eof:
+            yield ZstdFrame(pos, pos, None, None)
+            return
+        end = len(view) - len(dobj.unused_data)
+        yield ZstdFrame(pos, end, content, None)
+        pos = end
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -132,6 +173,30 @@ def loads(line: bytes) -> Any:
             return json.loads(line.decode("utf-8"), parse_constant=_no_constant)
         except (ValueError, RecursionError):
             raise exc from None
+
+
+#: How many seq problems one log reports before it only counts them.
+MAX_SEQ_PROBLEMS: Final = 20
+
+
+def seq_step(
+    count: int, contiguous: int, prev: int | None, seq: int, n: int = 1
+) -> tuple[int, bool]:
+    """The seq rule of the full reader and the index, for `n` events with consecutive
+    seqs from `seq` that follow `count` events (the last with seq `prev`, None for
+    none), of which the first `contiguous` have `seq == index`.
+
+    Returns the new `contiguous` and whether these events break the order (a gap, a
+    duplicate, a step back, a first seq other than 0): one problem per break, and
+    none while the seqs go on consecutively after one.
+    """
+    if seq == count and contiguous == count:
+        return count + n, False
+    if prev is not None and seq == prev + 1:
+        return contiguous, False
+    if prev is None and seq == count:
+        return contiguous, False
+    return contiguous, True
 
 
 #: The record types that open and close a turn.

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import orjson
-import zstandard
 
 from .codec import PACKED_TAGS, parse_header, plain_header_values
 from .logfile import (
@@ -45,6 +44,7 @@ from .records import (
     packed_members,
     record_last_time,
     session_title,
+    zstd_frames,
 )
 from .timeline import Timeline, build_timeline
 
@@ -274,22 +274,15 @@ def _decode_zstd(raw: bytes) -> tuple[bytes, list[LogProblem], bool, int]:
     """Decoded bytes of a zstd log; physical-layer problems; exact?; file bytes consumed
     (up to the end of the last complete frame)."""
     out: list[bytes] = []
-    dctx = zstandard.ZstdDecompressor()
     pos = 0
-    while pos < len(raw):
-        dobj = dctx.decompressobj()
-        try:
-            content = dobj.decompress(raw[pos:])
-        except zstandard.ZstdError:
-            return b"".join(out), [], False, pos  # corrupt frame: the full reader says where
-        if not dobj.eof:
-            problem = LogProblem(
-                ProblemKind.TORN_TAIL,
-                torn_frame_message(len(raw) - pos),
-            )
+    for frame in zstd_frames(raw):
+        if frame.content is None:
+            if frame.error is not None:
+                return b"".join(out), [], False, pos  # corrupt: the full reader says where
+            problem = LogProblem(ProblemKind.TORN_TAIL, torn_frame_message(len(raw) - pos))
             return b"".join(out), [problem], True, pos
-        out.append(content)
-        pos = len(raw) - len(dobj.unused_data)
+        out.append(frame.content)
+        pos = frame.end
     return b"".join(out), [], True, pos
 
 
