@@ -34,8 +34,8 @@ from typing import Final, TypeAlias
 from watchfiles._rust_notify import RustNotify
 
 from .logfile import Encoding, LogReader, encoding_of
-from .model import TURN_END, TURN_START, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .records import session_title, user_title
+from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .records import count_turns, session_title, user_title
 from .root import (
     SKIP_DIRS,
     SessionRoot,
@@ -154,18 +154,12 @@ def advance_summary(
     turns = summary.turns
     open_turn = summary.open_turn
     title = summary.title
+    turns, open_turn = count_turns((event.type for event in events), turns, open_turn)
     for event in events:
         count += 1
         last_seq = event.seq
         etype = event.type
-        if etype == TURN_START:
-            turns += 1
-            open_turn = True
-        elif etype == TURN_END:
-            if not open_turn:
-                turns += 1  # a turn/end with no turn/start: still one turn
-            open_turn = False
-        elif etype == "session/title":
+        if etype == "session/title":
             new_title = session_title(event.data)
             if new_title is not None:
                 title = new_title
