@@ -61,6 +61,7 @@ _USER: Final = b'\n{"type":"user/message"'
 #: One record ends and the next starts, as dsh writes them.
 _JOINT: Final = b'}\n{"type":"'
 _TYPE: Final = attrgetter("type")
+_SEQ: Final = attrgetter("seq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,18 +496,28 @@ def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
         heads = list(map(decode_head, lines))
     except HeadError:
         return None
+    seqs = list(map(_SEQ, heads))
+    # Plain events must carry seqs 0, 1, 2, ... in order; a line without a seq is a
+    # packed row (or odd: then read whole), which holds its members' seqs. Runs of
+    # plain lines are compared whole, in C.
     expected = 0
-    packed = PACKED_TAGS
-    for line, head in zip(lines, heads, strict=True):
-        if head.seq0 is not None and head.type in packed:
-            quick = packed_members(line, head.type)
-            if quick is None or quick[0] != expected:
+    prev = 0
+    odd = [i for i, q in enumerate(seqs) if q is None] if None in seqs else []
+    for i in (*odd, len(lines)):
+        if i > prev:
+            if seqs[prev:i] != list(range(expected, expected + i - prev)):
                 return None
-            expected += quick[1]
-        elif head.seq != expected:
+            expected += i - prev
+        if i == len(lines):
+            break
+        prev = i + 1
+        head = heads[i]
+        if head.seq0 is None or head.type not in PACKED_TAGS:
             return None
-        else:
-            expected += 1
+        quick = packed_members(lines[i], head.type)
+        if quick is None or quick[0] != expected:
+            return None
+        expected += quick[1]
     try:
         last = loads(lines[-1])
         ends = [loads(lines[i]) for i, h in enumerate(heads) if h.type == TURN_END]
