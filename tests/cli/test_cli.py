@@ -43,6 +43,7 @@ SESSION_KEYS = [
     "encoding",
     "events",
     "lastSeq",
+    "lastActivity",
     "turns",
     "openTurn",
     "problems",

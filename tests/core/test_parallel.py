@@ -88,7 +88,8 @@ def _write_root(root: Path, sessions: int) -> None:
             {"type": "turn/start", "seq": 1, "time": 2, "data": {"turn": 1}},
         ]
         if k % 5:
-            lines.append({"type": "turn/end", "seq": 2, "time": 3, "data": {"turn": 1}})
+            end = {"turn": 1, "reason": {"kind": "completed"}}
+            lines.append({"type": "turn/end", "seq": 2, "time": 3, "data": end})
         body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
         if k % 97 == 5:
             body += b'{"type":"turn/st'  # a torn tail now and then
