@@ -116,7 +116,7 @@ class TurnlineApp(App[int]):
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
         Binding("question_mark", "help", "Help"),
-        Binding("u", "usage", "Usage"),
+        Binding("u", "usage", "Usage", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
