@@ -136,8 +136,7 @@ async def test_hostile_text_everywhere_is_literal_and_the_app_keeps_running(
             assert text in texts, text
         # The pending bash call's title shows the command as it is.
         assert any(
-            "⚒ bash(cd web/frontend && grep -rn 'input[name=email]'" in t
-            for t in plain_texts(app)
+            "⚒ bash(cd web/frontend && grep -rn 'input[name=email]'" in t for t in plain_texts(app)
         )
         # The context titles name the plugin literally.
         assert any(t == "context ([name=em)" for t in plain_texts(app))
