@@ -444,6 +444,19 @@ class _PendingCall:
         )
 
 
+def _seen_message(message: Any, seen: set[str]) -> bool:
+    """True if a message with this one's `id` was shown already (dsh writes a message
+    spliced from the agent's inbox again as a `user/message` with the same id); records
+    the id otherwise."""
+    message_id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(message_id, str):
+        return False
+    if message_id in seen:
+        return True
+    seen.add(message_id)
+    return False
+
+
 def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> list[Block]:
     """A turn's events as blocks, in log order.
 
@@ -456,10 +469,13 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
     calls: dict[str, _PendingCall] = {}
     usage_at: dict[tuple[int | None, int | None], int] = {}  # (turn, step) -> index in out
     current_model = model
+    seen_messages: set[str] = set()
     for event in events:
         etype = event.type
         data = event.data if isinstance(event.data, dict) else {}
         if etype == "user/message":
+            if _seen_message(data, seen_messages):
+                continue  # spliced from the inbox already: the same message, by id
             text = message_text(data)
             kind = message_source_kind(data)
             if kind in (None, "user"):
@@ -469,7 +485,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
         elif etype == "agent/inbox/spliced":
             inserted = data.get("inserted")
             for message in inserted if isinstance(inserted, list) else ():
-                if is_user_input(message):
+                if is_user_input(message) and not _seen_message(message, seen_messages):
                     out.append(UserText(message_text(message), event.seq))
         elif etype == "assistant/message":
             message = data.get("message")

@@ -105,7 +105,8 @@ def problem_lines(problems: tuple[LogProblem, ...]) -> Text:
             where.append(f"seq {problem.seq}")
         if problem.line is not None:
             where.append(f"line {problem.line}")
-        text.append_text(line(f"  {problem.kind}", style="bold yellow", limit=60))
+        text.append("  ")
+        text.append_text(line(str(problem.kind), style="bold yellow", limit=60))
         text.append(f"  {', '.join(where) or '-'}  ", style="dim")
         text.append_text(line(problem.message, limit=400))
         text.append("\n")
@@ -352,7 +353,8 @@ class TurnDetail(VerticalScroll):
         turn = verdict.turn
         text = Text(end="")
         text.append(f"turn {turn.number}", style="bold")
-        text.append_text(line(f" · {turn.reason}", limit=60))
+        text.append(" · ")
+        text.append_text(line(turn.reason, limit=60))
         if turn.detail:
             text.append(" (")
             text.append_text(line(turn.detail, limit=80))
