@@ -13,11 +13,13 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.command import CommandPalette
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 from textual.widgets._collapsible import CollapsibleTitle
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.tui import TurnlineApp
+from turnline.tui.screens import ForkScreen
 
 from .conftest import CWD, T0, turn, wait_for, write_session
 
@@ -33,6 +35,8 @@ HOSTILE = (
     "[link=file:///etc/passwd]x[/link]",
     "cd web/frontend && grep -rn 'input[name=email]' src/",
 )
+#: Title paddings: none, and ones that put the tree's and the palette's cuts inside.
+PADS = (0, *range(40, 62, 3))
 #: Each of them cut at every length.
 CUTS = tuple(sorted({text[:n] for text in HOSTILE for n in range(1, len(text) + 1)}))
 
@@ -86,7 +90,7 @@ def write_root(root: Path) -> Path:
     )
     count = 0
     for text in HOSTILE:
-        for pad in (0, *range(40, 62, 3)):
+        for pad in PADS:
             title = "t" * pad + text
             write_session(
                 root,
@@ -168,6 +172,27 @@ async def test_hostile_text_everywhere_is_literal_and_the_app_keeps_running(
         ]
         assert any("[name=em" in p for p in prompts)
         assert any("[link=file:///etc/passwd]" in p for p in prompts)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running
+
+        # The fork dialog names a hostile parent literally.
+        assert app.snapshot is not None
+        link = HOSTILE.index("[link=file:///etc/passwd]x[/link]") * len(PADS)  # pad 0
+        target = next(
+            path
+            for path, summary in app.snapshot.summaries.items()
+            if summary.id.startswith(f"h{link:03d}")
+        )
+        app.open_session(target)
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == target)
+        app.timeline.focus()
+        app.timeline.move_cursor(row=0)
+        await pilot.pause()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        facts = app.screen.query_one("#fork-facts", Static).content
+        assert isinstance(facts, Text) and "[link=file:///etc/passwd]" in facts.plain
         await pilot.press("escape")
         await pilot.pause()
         assert app.is_running
