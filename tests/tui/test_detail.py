@@ -90,11 +90,12 @@ async def test_a_row_past_a_seq_gap_is_not_called_a_fork_point(
 
 def huge_root(root: Path) -> tuple[Path, Path]:
     """A session whose turn 1 holds a 10 MB assistant message and a 10 MB tool result,
-    and whose turn 2 holds a folded 40 MB tool result."""
+    and whose turn 2 holds a 10 MB user message (in the timeline's user column too) and
+    a folded 40 MB tool result."""
     big = "a" * (10 * MB)
     events = turn(0, 1, "make it big", big, tools=[("read", {"path": "x"}, "r" * (10 * MB))])
     events += turn(
-        len(events), 2, "bigger", "done", tools=[("read", {"path": "y"}, "z" * (40 * MB))]
+        len(events), 2, "u" * (10 * MB), "done", tools=[("read", {"path": "y"}, "z" * (40 * MB))]
     )
     path = write_session(root, SessionHeader(id="huge", created_at=T0, cwd=CWD), events)
     small = write_session(

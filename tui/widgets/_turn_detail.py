@@ -42,7 +42,7 @@ from turnline.core.content import (
 from turnline.core.model import LogProblem
 from turnline.core.view import TurnView
 
-from .._text import line, literal, one_line
+from .._text import head, line, literal, one_line
 from ._timeline import format_datetime
 
 #: A tool call/result longer than this (lines or characters) starts collapsed.
@@ -116,7 +116,7 @@ def problem_lines(problems: tuple[LogProblem, ...]) -> Text:
 
 def title_of(text: str, limit: int) -> Content:
     """One line of log text for a title: literal `Content`, never markup."""
-    return Content(one_line(text[: limit * 8 + 64], limit))
+    return Content(one_line(head(text, limit), limit))
 
 
 def usage_line(usage: StepUsage) -> Text:
