@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import orjson
+import zstandard
 
 from .codec import parse_header
 from .index import (
@@ -104,13 +105,32 @@ def has_session_header(path: Path) -> bool:
     """True if the file's first record is a session header (cheap: first line only)."""
     try:
         if encoding_of(path) is Encoding.ZSTD:
-            return summarize(path).header is not None
+            first = _first_frame_line(path)
+            if first is None:
+                return False
+            obj = orjson.loads(first)
+            return isinstance(obj, dict) and parse_header(obj)[0] is not None
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
         obj = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError, zstandard.ZstdError):
         return False
     return isinstance(obj, dict) and obj.get("type") == "session"
+
+
+def _first_frame_line(path: Path) -> bytes | None:
+    """The first line of a zstd log, decompressing only its first frame (and at most
+    1 MiB of it); None if the frame holds no whole line."""
+    with open(path, "rb") as fh:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        out = b""
+        while b"\n" not in out and len(out) < 1 << 20 and not frame.eof:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                break
+            out += frame.decompress(chunk)
+    line, newline, _ = out.partition(b"\n")
+    return line if newline else None
 
 
 def layout_session_id(path: Path) -> str | None:
