@@ -14,9 +14,7 @@ crashes, the pool breaks, a reply does not unpack) only costs time, because the
 caller then computes it itself. Workers ignore SIGINT (Ctrl-C is the caller's) and
 write nowhere (their stdout and stderr are /dev/null): they compute and reply.
 
-`fork_child`, `write_all`, `child_reply` and `abandon` remain only for the two-core
-index (`index._index_raw_split`, `index._index_zstd_split`); `fork_child` refuses
-(returns None, so the caller works serially) once the process runs other threads.
+The pool is the project's only way to make processes: nothing else forks.
 """
 
 from __future__ import annotations
@@ -202,74 +200,3 @@ def _unpacked(
         return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
     except Exception:  # a crashed worker, a broken pool, a reply that does not unpack
         return None
-
-
-def fork_child(work: Callable[[int], None], *, keep: Sequence[int] = ()) -> tuple[int, int] | None:
-    """Fork a child that runs `work(write_fd)` and leaves; (pid, read fd) or None.
-
-    Returns None, forking nothing, once this process runs other threads (the caller
-    then works serially). The child closes the read end (and any fd in `keep`: read
-    ends of earlier children that belong to the parent), runs `work`, and leaves with
-    `os._exit`: status 0 if `work` returned, 1 if it raised. No atexit handlers run in
-    it and no buffer inherited from the parent is flushed. Read its reply with
-    `child_reply`.
-    """
-    if not hasattr(os, "fork") or threading.active_count() > 1:
-        return None
-    try:
-        read_fd, write_fd = os.pipe()
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
-        return None
-    if pid == 0:  # the child
-        status = 1
-        try:
-            for fd in (read_fd, *keep):
-                os.close(fd)
-            work(write_fd)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` to `fd` (a pipe takes it in pieces)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def child_reply(pid: int, fd: int) -> bytes | None:
-    """Everything a `fork_child` child wrote, if it ended well (status 0, something
-    written); else None. Reads to the end, closes `fd` and reaps the child."""
-    chunks: list[bytes] = []
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    except OSError:
-        chunks = []
-    finally:
-        os.close(fd)
-    return b"".join(chunks) if reaped(pid) and chunks else None
-
-
-def abandon(pid: int, fd: int) -> None:
-    """Stop a `fork_child` child whose reply is not wanted, and reap it."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, 9)
-    child_reply(pid, fd)
-
-
-def reaped(pid: int) -> bool:
-    """Wait for a child; True if it exited with status 0."""
-    try:
-        return os.waitpid(pid, 0)[1] == 0
-    except ChildProcessError:
-        return False

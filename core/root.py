@@ -25,7 +25,7 @@ from typing import Any, Final, Literal, cast
 import orjson
 import zstandard
 
-from .codec import parse_header
+from .codec import encode_records, parse_header
 from .index import (
     INDEX_THRESHOLD,
     ZSTD_INDEX_THRESHOLD,
@@ -46,10 +46,17 @@ from .model import (
     SessionHeader,
 )
 from .parallel import MIN_SHARE, discard_broken, process_pool, split_map, usable_cores
-from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
+from .store import (
+    ForkErrorCode,
+    SessionForkError,
+    check_boundary,
+    end_seed_event,
+    new_session_id,
+)
 from .summary import (
     SessionSummary,
     from_contents,
+    last_activity_between,
     summarize,
     summarize_small,
     summary_state,
@@ -1007,8 +1014,10 @@ class SessionRoot:
             cwd=header.cwd,
             parent_session=header.id,
             seed_length=seed_length,
-            delegation_depth=header.delegation_depth,
+            delegation_depth=0,  # a user fork: dsh's fork writes 0, whatever the parent's
         )
+        # dsh's Session constructor appends this right after any seed (an empty one too).
+        marker = end_seed_event(seed_length, child.created_at)
         encoding = self.encoding
         final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
         real_root = os.path.realpath(self.path)
@@ -1034,9 +1043,9 @@ class SessionRoot:
             # boundary line are exactly the seed: copy them instead of re-encoding.
             start, end = loaded.end_offsets[-1], loaded.end_offsets[seed_length - 1]
             copied = FileRange(source.path, start, end)
-            chunks = [child.to_json_line(), copied]
+            chunks = [child.to_json_line(), copied, *encode_records([marker])]
         else:
-            chunks = [encode_new_log(child, seed, encoding)]
+            chunks = [encode_new_log(child, [*seed, marker], encoding)]
         try:
             written = write_new_file(final, chunks, fault=fault)
         except LogExistsError as exc:
@@ -1190,6 +1199,7 @@ def _copied_child_summary(
             if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
                 return None
             title = title_between(mm, copied.start - 1, copied.end)
+            last_activity = last_activity_between(mm, copied.start - 1, copied.end)
     except (OSError, ValueError):
         return None
     return SessionSummary(
@@ -1198,11 +1208,12 @@ def _copied_child_summary(
         encoding=Encoding.RAW,
         header=header,
         title=title,
-        events=seed,
-        last_seq=boundary,
+        events=seed + 1,  # the seed, then the end-seed marker at seq `seed`
+        last_seq=seed,
         turns=sum(1 for turn in parent.timeline.turns if turn.first_seq <= boundary),
         open_turn=False,
         problems=tuple(header_problems),
         size=st.st_size,
         mtime=st.st_mtime,
+        last_activity=last_activity,
     )
