@@ -22,6 +22,7 @@ from typing import Any, Final, NoReturn
 import orjson
 from turnline.core.lineage import link_sessions
 from turnline.core.logfile import encoding_of
+from turnline.core.parallel import start_pool, stop_pool
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import state_json, state_link_key
@@ -359,9 +360,12 @@ def cmd_open(args: argparse.Namespace) -> int:
     """`turnline [open] [ROOT|FILE] [--poll]`: the terminal UI."""
     path = Path(args.root) if args.root is not None else default_root()
     root = SessionRoot(path)  # a missing or odd path is refused here, before textual loads
-    # The scan runs in a forked process while Textual loads (half a second of imports):
-    # forked now, before the app starts any thread.
-    scan = root.scan_in_background() if root.single is None else None
+    # The scan runs in the process pool while Textual loads (half a second of imports):
+    # the pool's workers are forked now, while this process has one thread, and never
+    # again (the app forks nothing: see docs/ARCHITECTURE.md, Processes).
+    scan = None
+    if root.single is None and start_pool() is not None:
+        scan = root.scan_in_background()
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
     status = run_app(path, poll=args.poll, scan=scan)
     return status if isinstance(status, int) else 0
@@ -563,6 +567,7 @@ def console() -> NoReturn:
             status = status or 1
         except (OSError, ValueError):
             status = status or 1
+        stop_pool()  # no pool worker outlives the command (`_exit` runs no atexit)
         os._exit(status)
     sys.exit(status)
 
