@@ -34,7 +34,7 @@ def assistant(seq: int, text: str, reasoning: str = "") -> dict[str, object]:
 def turn(
     start: int, n: int, said: str, answer: str, *, tool: str = "", reasoning: str = ""
 ) -> list[dict[str, object]]:
-    """One closed turn starting at seq `start` (6 events, or 8 with a tool)."""
+    """One closed turn starting at seq `start` (5 events, or 7 with a tool)."""
     out = [
         event(start, "turn/start", turn=n),
         user(start + 1, said),
@@ -69,25 +69,25 @@ def parent_records() -> list[dict[str, object]]:
     return (
         turn(0, 1, "tell me about the zebracorn", "这里是分叉的说明")
         + turn(5, 2, "list files", "done", tool="toolonlyword appears here")
-        + turn(13, 3, "think", "ok", reasoning="pondering deeply")
+        + turn(12, 3, "think", "ok", reasoning="pondering deeply")
     )
 
 
 def make_lineage(root: Path) -> dict[str, Path]:
-    """parent P; fork C of P after turn 2 (seed 13); fork G of C after C's own turn
+    """parent P; fork C of P after turn 2 (seed 12); fork G of C after C's own turn
     (seed = C's length); C's own turn plants `childword`."""
     p_records = parent_records()
     p = write(
         root / "p" / "session.jsonl", SessionHeader("P", 1, cwd=CWD, delegation_depth=0), p_records
     )
     c_records = [
-        *p_records[:13],
-        event(13, "session/end-seed"),
-        *turn(14, 3, "a childword here", "fine"),
+        *p_records[:12],
+        event(12, "session/end-seed"),
+        *turn(13, 3, "a childword here", "fine"),
     ]
     c = write(
         root / "c" / "session.jsonl",
-        SessionHeader("C", 2, cwd=CWD, parent_session="P", seed_length=13, delegation_depth=0),
+        SessionHeader("C", 2, cwd=CWD, parent_session="P", seed_length=12, delegation_depth=0),
         c_records,
     )
     g_records = [*c_records, event(len(c_records), "session/end-seed")]
