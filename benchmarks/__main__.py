@@ -465,9 +465,7 @@ def main() -> None:
         zst = zst_dir / "session.jsonl.zstd"
         zsize = write_zstd_copy(big, zst) if "show" in only else 0
         wide = (
-            write_wide_root(work / "wide", sessions=sessions)
-            if only & {"wide", "search"}
-            else None
+            write_wide_root(work / "wide", sessions=sessions) if only & {"wide", "search"} else None
         )
         print(
             f"inputs in {time.perf_counter() - started:.1f} s: big log {big.events} events, "
