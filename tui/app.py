@@ -151,7 +151,7 @@ class TurnlineApp(App[int]):
         Binding("v", "toggle_raw", "Raw"),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
-        Binding("s", "search", "Search"),
+        Binding("s", "search", "Search", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
