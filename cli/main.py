@@ -31,9 +31,9 @@ from turnline.core.view import SessionView
 
 from . import render
 
-COMMANDS: Final = ("ls", "show", "fork", "tree", "open", "demo", "usage")
+COMMANDS: Final = ("ls", "show", "fork", "tree", "usage", "search", "open", "demo")
 #: Commands that never open the terminal UI.
-HEADLESS: Final = frozenset(("ls", "show", "fork", "tree", "usage"))
+HEADLESS: Final = frozenset(("ls", "show", "fork", "tree", "usage", "search"))
 VERSION_FALLBACK: Final = "0.1.0"
 
 
@@ -343,6 +343,77 @@ def _day(day: int) -> str:
     return (datetime.date(1970, 1, 1) + datetime.timedelta(days=day)).isoformat()
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    """`turnline search [ROOT] QUERY [--in ...] [--include-inherited] [--session ID]
+    [--limit N] [--no-cache] [--json]`."""
+    from turnline.core.catalog import CatalogError
+    from turnline.core.search import QueryError, open_catalog, parse_fields, search
+
+    words: list[str] = args.words
+    # [ROOT] QUERY: the first word is ROOT when more follow and it names something on disk
+    # (a query of several words may also be given unquoted).
+    if len(words) > 1 and os.path.exists(words[0]):
+        root_arg, query = words[0], " ".join(words[1:])
+    else:
+        root_arg, query = None, " ".join(words)
+    try:
+        fields = parse_fields(args.fields)
+        if args.limit is not None and args.limit < 0:
+            raise QueryError("--limit must be 0 or more")
+        root = _open_root(root_arg)
+        session = args.session if root.single is None else str(root.single)
+        progress = _search_progress() if sys.stderr.isatty() and not args.json else None
+        catalog = open_catalog(root.path, no_cache=args.no_cache)
+        try:
+            result = search(
+                catalog,
+                query,
+                fields=fields,
+                include_inherited=args.include_inherited,
+                session=session,
+                limit=args.limit,
+                progress=progress,
+            )
+        finally:
+            catalog.close()
+    except QueryError as exc:
+        raise CliError("BAD_QUERY", str(exc)) from exc
+    except CatalogError as exc:
+        raise CliError("CATALOG_ERROR", str(exc)) from exc
+    if args.json:
+        _print_json(result.to_json_dict())
+        return 0
+    lines = [_search_line(hit) for hit in result.hits]
+    if result.total > len(result.hits):
+        lines.append(f"… {result.total - len(result.hits)} more (--limit)")
+    _print_lines(lines or ["no hits"])
+    return 0
+
+
+def _search_line(hit: Any) -> str:
+    """One hit: title, short id, turn, field and the marked snippet (all sanitized)."""
+    title = one_line(hit.title or hit.session, 40)
+    credit = f" (from {one_line(hit.inherited_from)[:8]})" if hit.inherited_from else ""
+    heirs = f" +{hit.inherited_by} forks" if hit.inherited_by else ""
+    return (
+        f"{title}  {one_line(hit.session)[:8]}  turn {hit.turn}  {hit.field}{credit}{heirs}\n"
+        f"    {hit.marked()}"
+    )
+
+
+def _search_progress() -> Callable[[int, int], None]:
+    """Progress of a catalog update on the terminal (stderr), cleared when done."""
+
+    def show(done: int, total: int) -> None:
+        if total < 20:
+            return
+        end = "\r\x1b[K" if done >= total else ""
+        _write(sys.stderr, f"\rindexing logs for search: {done}/{total}{end}")
+        sys.stderr.flush()
+
+    return show
+
+
 def _lazy(module: str, name: str, what: str) -> Callable[..., Any]:
     """Import `module.name` only when a command needs it (keeps textual out of `ls`)."""
     try:
@@ -418,6 +489,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class _IntermixedParser(_Parser):
+    """A subcommand parser that takes options between its positionals
+    (`search ROOT --in tool WORD`)."""
+
+    _inside = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._inside:
+            return super().parse_known_args(args, namespace)
+        self._inside = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inside = False
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     parser = _Parser(
@@ -462,6 +551,30 @@ def build_parser() -> argparse.ArgumentParser:
     tree = sub.add_parser("tree", help="the lineage forest")
     tree.add_argument("root", nargs="?", metavar="ROOT")
     tree.set_defaults(run=cmd_tree)
+
+    find = sub.add_parser(
+        "search",
+        help="find text in every session, credited to the session that said it",
+        usage="turnline search [-h] [--in FIELDS] [--include-inherited] [--session ID] "
+        "[--limit N] [--no-cache] [--json] [ROOT] QUERY",
+        description='QUERY: words (all within one turn), "a phrase", prefix*.',
+    )
+    find.__class__ = _IntermixedParser
+    find.add_argument("words", nargs="+", metavar="[ROOT] QUERY")
+    find.add_argument(
+        "--in",
+        dest="fields",
+        metavar="FIELDS",
+        help="comma-separated: user,assistant,reasoning,tool (default: user,assistant)",
+    )
+    find.add_argument(
+        "--include-inherited", action="store_true", help="also list each fork's inherited copy"
+    )
+    find.add_argument("--session", metavar="ID", help="only hits in this session (id prefix)")
+    find.add_argument("--limit", type=int, metavar="N", help="at most N hits (newest first)")
+    find.add_argument("--no-cache", action="store_true", help="do not use the catalog")
+    find.add_argument("--json", action="store_true", help="print JSON")
+    find.set_defaults(run=cmd_search)
 
     open_ = sub.add_parser("open", help="open the app (the default command)")
     open_.add_argument("root", nargs="?", metavar="ROOT|FILE")

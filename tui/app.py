@@ -152,6 +152,7 @@ class TurnlineApp(App[int]):
         Binding("v", "toggle_raw", "Raw"),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
+        Binding("s", "search", "Search", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("u", "usage", "Usage", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -900,11 +901,14 @@ class TurnlineApp(App[int]):
         tree.select_path(path)
         self._start_load(path)
 
-    def open_session(self, path: Path) -> None:
-        """Select a session in the tree (clearing a filter that hides it) and open it."""
+    def open_session(self, path: Path, seq: int | None = None) -> None:
+        """Select a session in the tree (clearing a filter that hides it) and open it
+        (at the turn holding `seq`, if given)."""
         tree = self.session_tree
         if tree.node_of(path) is None:
             self.action_clear_filter()
+        if seq is not None:
+            self._pending_seq = seq
         tree.select_path(path)
         self._start_load(path)
 
@@ -916,6 +920,21 @@ class TurnlineApp(App[int]):
         """Rescan the root from disk."""
         self.session_tree.border_subtitle = "scanning…"
         self._scan()
+
+    def action_search(self) -> None:
+        """Search the text of every session (the catalog is built on first use)."""
+        from .screens import SearchScreen
+
+        root = self.root.path if self.root is not None else self.path
+        if root.is_file():
+            root = root.parent
+
+        def opened(hit: object) -> None:
+            path, seq = getattr(hit, "path", None), getattr(hit, "seq", None)
+            if isinstance(path, str) and isinstance(seq, int):
+                self.open_session(Path(path), seq)
+
+        self.push_screen(SearchScreen(root), opened)
 
     def action_help(self) -> None:
         """Show keys and markers."""
