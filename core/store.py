@@ -202,6 +202,15 @@ _META_KEYS = {
 }
 
 
+def _contiguous(events: Sequence[SessionEvent]) -> int:
+    """How many leading events satisfy `events[i].seq == i` (all, for a created session;
+    an adopted one, loaded from storage, may have a seq break)."""
+    for i, event in enumerate(events):
+        if event.seq != i:
+            return i
+    return len(events)
+
+
 def end_seed_event(seq: int, time_ms: int) -> SessionEvent:
     """The `session/end-seed` marker dsh appends right after a seed (data `{}`)."""
     return SessionEvent(END_SEED, seq, time_ms, {})
@@ -316,7 +325,7 @@ class SessionStore:
         seed_length = check_boundary(
             live.id,
             len(live._events),
-            len(live._events),
+            _contiguous(live._events),
             live._turn_ends,
             boundary,
             type_at=lambda i: live._events[i].type,
