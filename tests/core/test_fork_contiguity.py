@@ -100,6 +100,7 @@ def test_cli_refuses_a_turn_end_right_after_a_seq_break(
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 1
+    assert "Traceback" not in err
     error = json.loads(out)["error"]
     assert error["code"] == "INVALID_BOUNDARY"
     assert "not contiguous" in error["message"]
