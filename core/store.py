@@ -99,7 +99,14 @@ def check_boundary(
             boundary,
         )
     k = bisect.bisect_left(turn_ends, boundary)
-    if k == len(turn_ends) or turn_ends[k] != boundary:
+    if type_at is not None:
+        # The seed ends with the event *at* index boundary (its seq is boundary, as
+        # boundary < contiguous): a turn/end further on that repeats this seq after a
+        # seq break does not make it one.
+        is_end = type_at(boundary) == TURN_END
+    else:
+        is_end = k < len(turn_ends) and turn_ends[k] == boundary
+    if not is_end:
         kind = type_at(boundary) if type_at else "not a turn/end"
         raise refuse(f"seq {boundary} is {kind}, not a turn/end", boundary)
     return boundary + 1
