@@ -30,9 +30,9 @@ from turnline.core.view import SessionView
 
 from . import render
 
-COMMANDS: Final = ("ls", "show", "fork", "tree", "open", "demo")
+COMMANDS: Final = ("ls", "show", "fork", "tree", "open", "demo", "usage")
 #: Commands that never open the terminal UI.
-HEADLESS: Final = frozenset(("ls", "show", "fork", "tree"))
+HEADLESS: Final = frozenset(("ls", "show", "fork", "tree", "usage"))
 VERSION_FALLBACK: Final = "0.1.0"
 
 
@@ -286,6 +286,62 @@ def cmd_tree(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_usage(args: argparse.Namespace) -> int:
+    """`turnline usage [ROOT] [SESSION] [--by ...] [--prices FILE] [--json]`."""
+    from turnline.core.prices import load_prices
+    from turnline.core.usage import UsageTotals, root_usage
+    from turnline.core.xdg import ConfigError
+
+    try:
+        prices = load_prices(Path(args.prices) if args.prices else None)
+    except ConfigError as exc:
+        raise CliError("BAD_PRICES", exc.message) from exc
+    if args.second is not None:
+        root, ref = _open_root(args.first), args.second
+    elif args.first is not None and not Path(args.first).exists():
+        root, ref = _open_root(None), args.first  # a lone SESSION under the default root
+    else:
+        root, ref = _open_root(args.first), None
+    only = root.resolve(ref) if ref is not None else None
+    usage = root_usage(root, only)
+    if args.json:
+        _print_json(usage.to_json_dict(prices))
+        return 0
+    rows: list[tuple[str, UsageTotals]] = []
+    if args.by == "session":
+        rows = [(s.id, s.own) for s in usage.sessions]
+    else:
+        groups: dict[str, UsageTotals] = {}
+        cwd_of = {str(summary.path): summary.cwd for summary in root.summaries()}
+        for s in usage.sessions:
+            if args.by == "project":
+                key = cwd_of.get(s.path) or "?"
+                groups.setdefault(key, UsageTotals()).add(s.own)
+            else:
+                for k, row in s.own.tokens.items():
+                    label = k[0] if args.by == "model" else _day(k[1])
+                    target = groups.setdefault(label, UsageTotals())
+                    target.tokens[k] = [
+                        a + b for a, b in zip(target.tokens.get(k, [0] * 6), row, strict=True)
+                    ]
+        rows = list(groups.items())
+    _print_lines(render.usage_lines(rows, usage.totals, prices, args.by))
+    if usage.inherited_from_outside.tokens:
+        _print_lines(
+            [f"inherited from outside: {usage.inherited_from_outside.total_tokens} tokens"]
+        )
+    unpriced = usage.unpriced_models(prices)
+    if prices is not None and unpriced:
+        _print_lines([f"unpriced models: {', '.join(one_line(m) for m in unpriced)}"])
+    return 0
+
+
+def _day(day: int) -> str:
+    import datetime
+
+    return (datetime.date(1970, 1, 1) + datetime.timedelta(days=day)).isoformat()
+
+
 def _lazy(module: str, name: str, what: str) -> Callable[..., Any]:
     """Import `module.name` only when a command needs it (keeps textual out of `ls`)."""
     try:
@@ -407,6 +463,22 @@ def build_parser() -> argparse.ArgumentParser:
     open_.add_argument("root", nargs="?", metavar="ROOT|FILE")
     open_.add_argument("--poll", action="store_true", help="poll for changes (no inotify)")
     open_.set_defaults(run=cmd_open)
+
+    usage = sub.add_parser(
+        "usage",
+        help="tokens, cost and time: each session's own, inherited and subtree",
+        usage="turnline usage [-h] [--by {session,model,project,day}] [--prices FILE] "
+        "[--json] [ROOT] [SESSION]",
+        description="SESSION (an id, a unique id prefix, or a log path) limits the output "
+        "to it and its subtree. Prices come from --prices FILE or "
+        "$XDG_CONFIG_HOME/turnline/prices.toml.",
+    )
+    usage.add_argument("first", nargs="?", metavar="ROOT|SESSION")
+    usage.add_argument("second", nargs="?", metavar="SESSION")
+    usage.add_argument("--by", choices=("session", "model", "project", "day"), default="session")
+    usage.add_argument("--prices", metavar="FILE", help="a price table (TOML)")
+    usage.add_argument("--json", action="store_true", help="print JSON")
+    usage.set_defaults(run=cmd_usage)
 
     demo = sub.add_parser("demo", help="open the app on a generated, live demo root")
     demo.add_argument("--dir", metavar="DIR", help="build the demo here (default: a temp dir)")

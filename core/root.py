@@ -63,7 +63,6 @@ from .store import (
 from .summary import (
     SessionSummary,
     from_contents,
-    last_activity_between,
     summarize,
     summarize_small,
     summary_state,
@@ -1141,7 +1140,6 @@ def _copied_child_summary(
             if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
                 return None
             title = title_between(mm, copied.start - 1, copied.end)
-            last_activity = last_activity_between(mm, copied.start - 1, copied.end)
     except (OSError, ValueError):
         return None
     return SessionSummary(
@@ -1157,5 +1155,5 @@ def _copied_child_summary(
         problems=tuple(header_problems),
         size=st.st_size,
         mtime=st.st_mtime,
-        last_activity=last_activity,
+        last_activity=child.created_at,  # the end-seed marker's time: the last event
     )
