@@ -68,7 +68,7 @@ from .writer import (
     FileRange,
     LogExistsError,
     _no_fault,
-    cleanup_temporaries,
+    cleanup_root_temporaries,
     encode_new_log,
     log_name,
     write_new_file,
@@ -577,6 +577,7 @@ class SessionRoot:
         Logs big enough to index are indexed here afterwards, so their index is
         kept for a `load` that follows.
         """
+        cleanup_root_temporaries(self.path)  # leftovers of killed forks (dead pids, old)
         found = self._scan_states()
         return self._install(found[0], found[1])
 
@@ -1028,7 +1029,7 @@ class SessionRoot:
                 f"{final.parent} resolves to {real_target}, outside the root {real_root}; "
                 "nothing was written",
             )
-        cleanup_temporaries(final.parent)  # leftovers of a killed fork, dead pids only
+        cleanup_root_temporaries(self.path)  # leftovers of killed forks anywhere here
         seed = events[:seed_length]
         copied: FileRange | None = None
         chunks: list[bytes | FileRange]

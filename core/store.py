@@ -99,7 +99,14 @@ def check_boundary(
             boundary,
         )
     k = bisect.bisect_left(turn_ends, boundary)
-    if k == len(turn_ends) or turn_ends[k] != boundary:
+    if type_at is not None:
+        # The seed ends with the event *at* index boundary (its seq is boundary, as
+        # boundary < contiguous): a turn/end further on that repeats this seq after a
+        # seq break does not make it one.
+        is_end = type_at(boundary) == TURN_END
+    else:
+        is_end = k < len(turn_ends) and turn_ends[k] == boundary
+    if not is_end:
         kind = type_at(boundary) if type_at else "not a turn/end"
         raise refuse(f"seq {boundary} is {kind}, not a turn/end", boundary)
     return boundary + 1
@@ -200,6 +207,15 @@ _META_KEYS = {
     "createdAt": "created_at",
     "version": "version",
 }
+
+
+def _contiguous(events: Sequence[SessionEvent]) -> int:
+    """How many leading events satisfy `events[i].seq == i` (all, for a created session;
+    an adopted one, loaded from storage, may have a seq break)."""
+    for i, event in enumerate(events):
+        if event.seq != i:
+            return i
+    return len(events)
 
 
 def end_seed_event(seq: int, time_ms: int) -> SessionEvent:
@@ -316,7 +332,7 @@ class SessionStore:
         seed_length = check_boundary(
             live.id,
             len(live._events),
-            len(live._events),
+            _contiguous(live._events),
             live._turn_ends,
             boundary,
             type_at=lambda i: live._events[i].type,

@@ -12,10 +12,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterable, Sequence
+import signal
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import zstandard
 
@@ -167,9 +171,83 @@ _NO_FAST_COPY: Final = frozenset(
 )
 
 
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived while a new file was being written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: Signals that, like SIGINT, unwind a write so its temporary is removed.
+_UNWIND_SIGNALS: Final = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _unwind_on_signals() -> Iterator[None]:
+    """While writing, SIGTERM and SIGHUP unwind the write as SIGINT does.
+
+    Python turns SIGINT into KeyboardInterrupt, so the temporary is removed on the way
+    out; these two would kill the process with the temporary left. Here they raise,
+    the writer cleans up, and then the signal is delivered again under the handler the
+    process had (by default: the process dies of it, as it would have). Only the main
+    thread can set handlers; elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: object) -> None:
+        raise _Signalled(signum)
+
+    try:
+        for signum in _UNWIND_SIGNALS:
+            old = signal.getsignal(signum)
+            if old in (signal.SIG_IGN, None):
+                continue  # the process ignores it (nohup): keep ignoring
+            previous[signum] = old
+            signal.signal(signum, handler)
+        yield
+    except _Signalled as exc:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        previous.clear()
+        signal.raise_signal(exc.signum)
+        raise InterruptedError(
+            errno.EINTR, f"interrupted by signal {exc.signum}; nothing was written"
+        ) from None
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def write_new_file(
     final: Path, chunks: Iterable[bytes | FileRange], *, fault: FaultHook = _no_fault
 ) -> int:
+    """Atomically create `final` with the given content; never overwrite.
+
+    SIGTERM and SIGHUP (in the main thread) remove the temporary like SIGINT does.
+
+    Args:
+        final: The new file's name.
+        chunks: Its content: bytes, or byte ranges of existing files (`FileRange`).
+        fault: Test seam called before each durable step.
+
+    Returns:
+        The number of bytes written.
+
+    Raises:
+        LogExistsError: `final` already exists (nothing was changed).
+        OSError: any I/O failure; no partial file is left under `final`.
+    """
+    with _unwind_on_signals():
+        return _write_new_file(final, chunks, fault)
+
+
+def _write_new_file(final: Path, chunks: Iterable[bytes | FileRange], fault: FaultHook) -> int:
     """Atomically create `final` with the given content; never overwrite.
 
     Args:
@@ -246,36 +324,77 @@ def append_events(path: Path, events: Sequence[SessionEvent], encoding: Encoding
         os.close(fd)
 
 
-def cleanup_temporaries(folder: Path) -> list[Path]:
+#: A temporary this old is a leftover even if its pid is alive again (pid reuse):
+#: no fork takes that long between creating its temporary and publishing it.
+STALE_TEMP_SECONDS: Final = 6 * 3600.0
+
+
+def cleanup_temporaries(folder: Path, *, now: float | None = None) -> list[Path]:
     """Remove leftover temporaries of dead writers in a folder; return what was removed.
 
-    A temporary is only removed when the pid in its name is not a live process,
-    so a fork in progress in another process is never disturbed.
+    A temporary is removed when the pid in its name is not a live process, or when
+    it is older than `STALE_TEMP_SECONDS` (its pid has since been reused); a live
+    pid's young temporary (a fork in progress, in this process or another) is never
+    touched.
     """
     removed: list[Path] = []
     try:
-        entries = list(folder.iterdir())
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
+    clock = time.time() if now is None else now
     for entry in entries:
         if not entry.name.startswith(TEMP_PREFIX):
             continue
         pid_text = entry.name[len(TEMP_PREFIX) :].split("-", 1)[0]
-        if pid_text.isdigit() and _pid_alive(int(pid_text)):
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # gone already
+        if not stat.S_ISREG(info.st_mode):
+            continue  # only ever our own regular files
+        young = clock - info.st_mtime < STALE_TEMP_SECONDS
+        if young and pid_text.isdigit() and _pid_alive(int(pid_text)):
             continue
+        path = Path(entry.path)
         with contextlib.suppress(OSError):
-            entry.unlink()
-            removed.append(entry)
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+def cleanup_root_temporaries(root: Path, *, now: float | None = None) -> list[Path]:
+    """`cleanup_temporaries` in every folder of a dsh root (root, projects, sessions).
+
+    The dsh layout is `root/<project>/<session>/`, so three levels are looked at, no
+    deeper, and symlinked folders are not followed.
+    """
+    removed: list[Path] = []
+    level = [root]
+    for depth in range(3):
+        below: list[Path] = []
+        for folder in level:
+            removed += cleanup_temporaries(folder, now=now)
+            if depth == 2:
+                continue
+            try:
+                with os.scandir(folder) as it:
+                    below += [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+        level = below
     return removed
 
 
 def _pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
-        return True
+        return True  # alive, another user's
     return True

@@ -24,7 +24,7 @@ from turnline.core.layout import session_dir
 from turnline.core.logfile import LogReader, read_log
 from turnline.core.root import SessionRoot
 from turnline.core.store import ForkErrorCode, SessionForkError
-from turnline.core.writer import TEMP_PREFIX, cleanup_temporaries
+from turnline.core.writer import STALE_TEMP_SECONDS, TEMP_PREFIX, cleanup_temporaries
 
 from .corpus import (
     CWD,
@@ -241,16 +241,16 @@ def test_sigkill_while_forking_never_leaves_a_partial_child(big_parent_root: Pat
         (False, 1),
         (True, 1),
     ]
-    # Discovery never lists a temporary (the complete children were removed above).
-    listed = {s.path for s in SessionRoot(big_parent_root).scan()}
-    assert listed == {parent}
-    # Cleanup removes exactly the dead writers' temporaries and nothing else.
+    # Each trial's fork removed the earlier trials' temporaries (dead pids), so at
+    # most the last trial's is left; cleanup removes exactly that and nothing else.
     leftovers = temporaries(big_parent_root)
-    assert len(leftovers) >= 4
+    assert len(leftovers) <= 1
     removed = [p for folder in {t.parent for t in leftovers} for p in cleanup_temporaries(folder)]
     assert sorted(removed) == leftovers
     assert temporaries(big_parent_root) == []
-    assert {s.path for s in SessionRoot(big_parent_root).scan()} == listed
+    # Discovery never lists a temporary (the complete children were removed above).
+    listed = {s.path for s in SessionRoot(big_parent_root).scan()}
+    assert listed == {parent}
     assert sha256(parent) == before
 
 
@@ -416,3 +416,89 @@ def test_two_processes_forking_the_same_child_id_exactly_one_wins(tmp_path: Path
         assert_valid_child(folder / "session.jsonl.zstd", parent, 25)
         assert sha256(parent) == before
     assert temporaries(tmp_path) == []
+
+
+# -- SIGTERM / SIGHUP while forking, and the next fork or scan after a kill ---------------
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize("step", STEPS)
+def test_sigterm_and_sighup_clean_up_like_sigint(
+    big_parent_root: Path, signame: str, step: str
+) -> None:
+    """A fork parked at each durable step, then signalled: no child, no temporary."""
+    parent = log_path(big_parent_root, "big-parent")
+    before = sha256(parent)
+    child_id = f"sig-{signame.lower()}-{step}"
+    proc = _spawn_fork(big_parent_root, child_id, step)
+    try:
+        _go(proc)
+        assert proc.stdout is not None
+        while (line := proc.stdout.readline()) and line.strip() != step:
+            pass
+        assert line.strip() == step
+        proc.send_signal(getattr(signal, signame))
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    # Died of the signal, as without the cleanup (Python re-raises SIGINT at exit too).
+    assert proc.returncode == -getattr(signal, signame)
+    folder = session_dir(big_parent_root, child_id, CWD)
+    assert not (folder / "session.jsonl").exists()
+    assert temporaries(big_parent_root) == []
+    assert sha256(parent) == before
+
+
+def test_the_next_fork_or_scan_removes_killed_forks_temporaries_anywhere(
+    big_parent_root: Path,
+) -> None:
+    """SIGKILL leaves a temporary; the next fork into *another* folder, or a scan,
+    removes it (dead pid), but never a live writer's young temporary."""
+    parent = log_path(big_parent_root, "big-parent")
+    killed = []
+    for n, step in enumerate(("write", "fsync")):
+        proc = _spawn_fork(big_parent_root, f"gone-{n}", step)
+        try:
+            _go(proc)
+            assert proc.stdout is not None
+            while (line := proc.stdout.readline()) and line.strip() != step:
+                pass
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        killed += temporaries(session_dir(big_parent_root, f"gone-{n}", CWD))
+    # The second fork already removed the first one's temporary (another folder).
+    assert len(killed) == 2
+    assert not killed[0].exists() and killed[1].exists()
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as sleeper:
+        try:
+            live = put(
+                session_dir(big_parent_root, "busy", CWD) / f"{TEMP_PREFIX}{sleeper.pid}-aa",
+                b"in progress",
+            )
+            old_live = put(
+                session_dir(big_parent_root, "busy", CWD) / f"{TEMP_PREFIX}{sleeper.pid}-bb",
+                b"pid reused",
+            )
+            stale = time.time() - STALE_TEMP_SECONDS - 60
+            os.utime(old_live, (stale, stale))
+            done = SessionRoot(big_parent_root).fork("big-parent", None, "elsewhere")
+            assert_complete_copy(done.child.path, parent)
+            assert temporaries(big_parent_root) == [live]
+            # The scan does the same for what a later kill leaves.
+            dead = put(
+                session_dir(big_parent_root, "gone-0", CWD) / f"{TEMP_PREFIX}{2**22 + 7}-cc",
+                b"x",
+            )
+            SessionRoot(big_parent_root).scan()
+            assert not dead.exists()
+            assert temporaries(big_parent_root) == [live]
+            live.unlink()
+            done.child.path.unlink()
+        finally:
+            sleeper.kill()

@@ -159,6 +159,37 @@ def mutate(data: bytes, mutations: list[tuple[str, float, bytes, int]]) -> bytes
     return bytes(buf)
 
 
+def refusal(events: Sequence[SessionEvent], boundary: int) -> str | None:
+    """Why a fork at `boundary` must be refused, by the fork rule stated independently
+    of the core: the boundary is a seq in the log, the seed `events[:boundary + 1]`
+    satisfies `seed[i].seq == i`, and `events[boundary]` is a `turn/end`. None: forkable.
+    """
+    last = events[-1].seq if events else -1
+    if boundary > last:
+        return "past the last event" if events else "the session has no events"
+    contiguous = next((i for i, e in enumerate(events) if e.seq != i), len(events))
+    if boundary >= contiguous:
+        return "not contiguous"
+    if events[boundary].type != "turn/end":
+        return "not a turn/end"
+    return None
+
+
+#: How a seq is broken just before a turn end: a gap, a duplicate, a step back.
+SEQ_BREAK = st.sampled_from(["gap", "duplicate", "back"])
+
+
+def break_seqs(events: list[dict[str, Any]], breaks: list[tuple[int, str, int]]) -> None:
+    """Break the seq of events shortly before (or at) a `turn/end`, in place."""
+    ends = [i for i, e in enumerate(events) if e["type"] == "turn/end"]
+    for which, how, back in breaks:
+        if not ends:
+            return
+        at = max(1, ends[which % len(ends)] - back)
+        prev = events[at - 1]["seq"]
+        events[at]["seq"] = {"gap": prev + 2, "duplicate": prev, "back": max(0, prev - 1)}[how]
+
+
 def check_problems(problems: tuple[LogProblem, ...] | list[LogProblem]) -> None:
     for problem in problems:
         assert isinstance(problem, LogProblem) and isinstance(problem.kind, ProblemKind)
@@ -203,11 +234,16 @@ def test_mutated_logs_give_typed_problems_never_exceptions(
         for turn in loaded.timeline.turns:
             if turn.end_seq is None:
                 continue
+            why = refusal(loaded.events, turn.end_seq)
             try:
                 done = root.fork(listed, turn.end_seq, f"child-{turn.end_seq}")
             except SessionForkError as exc:
-                assert not turn.forkable, exc  # refused only where the timeline says so
+                # Refused exactly where the independent rule refuses, for its reason,
+                # and the timeline agrees.
+                assert why is not None and why in exc.message, (why, exc.message)
+                assert not turn.forkable, exc
                 continue
+            assert why is None, why
             assert turn.forkable
             child = read_log(done.child.path)
             # The seed's odd events are copied, so the child reports them too; nothing else.
@@ -220,4 +256,47 @@ def test_mutated_logs_give_typed_problems_never_exceptions(
                 turn.end_seq + 1,
                 {},
             )
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+@settings(max_examples=40)
+@given(
+    turns=st.lists(TURNS, min_size=1, max_size=3),
+    zstd=st.booleans(),
+    breaks=st.lists(
+        st.tuples(st.integers(0, 5), SEQ_BREAK, st.integers(0, 2)), min_size=1, max_size=2
+    ),
+)
+def test_seq_breaks_near_turn_ends_fork_exactly_where_the_rule_allows(
+    turns: list[TurnSpec], zstd: bool, breaks: list[tuple[int, str, int]]
+) -> None:
+    """Every seq (and one past the last) is tried as a boundary; each outcome matches
+    the independently stated rule, with its reason, and the timeline's `forkable`."""
+    records = build_events(turns)
+    break_seqs(records, breaks)
+    with scratch() as rootdir:
+        path = put(log_path(rootdir, "s", zstd=zstd), encode("s", records, zstd, pack=False))
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        root = SessionRoot(rootdir)
+        (listed,) = root.scan()
+        loaded = root.load(listed)
+        forkable = {t.end_seq: t.forkable for t in loaded.timeline.turns if t.end_seq is not None}
+        last = loaded.events[-1].seq if loaded.events else -1
+        allowed = 0
+        for boundary in range(max(last, len(loaded.events)) + 2):
+            why = refusal(loaded.events, boundary)
+            try:
+                done = root.fork(listed, boundary, f"child-{boundary}")
+            except SessionForkError as exc:
+                assert why is not None and why in exc.message, (boundary, why, exc.message)
+                # (Turn.forkable only says "closed by a turn/end"; it does not know of
+                # seq breaks, so it is not asserted on refusals here.)
+                continue
+            assert why is None, (boundary, why)
+            assert forkable.get(boundary) is True, boundary
+            allowed += 1
+            child = read_log(done.child.path)
+            assert as_dicts(child.events[:-1]) == as_dicts(loaded.events[: boundary + 1])
+            assert child.events[-1].type == "session/end-seed"
+        event("some forkable" if allowed else "none forkable")
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before
