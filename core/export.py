@@ -268,7 +268,9 @@ def to_html(doc: SessionDoc) -> str:
     if doc.fork is not None:
         out.append(f"<li>{_h1(_fork_line(doc.fork))}</li>")
     if doc.models:
-        out.append("<li>models: " + ", ".join(f"<code>{_h1(m)}</code>" for m in doc.models))
+        out.append(
+            "<li>models: " + ", ".join(f"<code>{_h1(m)}</code>" for m in doc.models) + "</li>"
+        )
     out.append(f"<li>totals: {_h1(_tokens_line(doc.tokens))}</li>")
     out.append("</ul>")
     if doc.inherited and doc.fork is not None:
