@@ -35,6 +35,7 @@ from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
 
 from ._text import line, one_line
+from .after_fork import AFTER_FORK_BINDINGS, AfterForkActions
 from .commands import TurnlineCommands
 from .messages import (
     Appended,
@@ -89,7 +90,7 @@ def snapshot_of(root: SessionRoot) -> RootSnapshot:
     return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage())
 
 
-class TurnlineApp(App[int]):
+class TurnlineApp(AfterForkActions, App[int]):
     """Browse, follow and fork the dsh session logs under a root (or one log).
 
     Args:
@@ -116,6 +117,7 @@ class TurnlineApp(App[int]):
         Binding("r", "reload", "Reload"),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        *AFTER_FORK_BINDINGS,
     ]
 
     def __init__(
