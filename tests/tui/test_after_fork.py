@@ -153,3 +153,27 @@ async def test_e_exports_and_says_where(tmp_path: Path, monkeypatch: pytest.Monk
         messages = [n.message for n in app._notifications]
         assert any(m == f"wrote {tmp_path / 'left.html'}" for m in messages), messages
     assert (tmp_path / "left.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def compare_before(root: Any) -> Any:
+    """A `run_before` that marks `left`, compares it with `right`, and moves to row 2."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot, root.resolve("left").path)
+        await pilot.press("m")
+        app = await opened(pilot, root.resolve("right").path)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await pilot.press("down")
+        await pilot.pause()
+
+    return run_before
+
+
+def test_compare_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    root = forked_pair(tmp_path / "root")
+    assert snap_compare(
+        TurnlineApp(tmp_path / "root", tz=UTC),
+        terminal_size=SIZE,
+        run_before=compare_before(root),
+    )

@@ -53,6 +53,7 @@ class CompareScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
     DEFAULT_CSS = """
+    CompareScreen #compare { width: 1fr; height: 1fr; }
     CompareScreen #shared { height: 1; color: $text-muted; }
     CompareScreen #outcomes { height: auto; border-bottom: solid $primary; }
     CompareScreen #rows { height: 1fr; }
@@ -64,6 +65,12 @@ class CompareScreen(Screen[None]):
         self.comparison = comparison
 
     def compose(self) -> ComposeResult:
+        # The app's stylesheet lays screens out horizontally: one vertical column here.
+        with Vertical(id="compare"):
+            yield from self._parts()
+        yield Footer()
+
+    def _parts(self) -> ComposeResult:
         c = self.comparison
         yield Static(
             Text(
@@ -79,7 +86,6 @@ class CompareScreen(Screen[None]):
             yield DataTable(id="rows", cursor_type="row", zebra_stripes=True)
             yield Static(id="left-turn", classes="turn")
             yield Static(id="right-turn", classes="turn")
-        yield Footer()
 
     def on_mount(self) -> None:
         c = self.comparison
