@@ -152,3 +152,21 @@ def test_files_from_file_tools_and_diffs() -> None:
     assert touched_files(write) == ["src/a.py", "b.txt"]
     bash = ToolCall("bash", "c3", {"command": "cat x"}, "{}", 1)
     assert touched_files(bash) == []
+
+
+def test_every_real_child_compares_with_its_parent(fixtures_root: Path) -> None:
+    """Real fork children: the split is the child's seedLength, the parent's side holds
+    exactly its turns from there on."""
+    root = SessionRoot(fixtures_root)
+    root.scan()
+    lineage = root.lineage()
+    pairs = list(lineage.parent_of.items())
+    assert pairs, "the fixtures hold fork children"
+    by_path = {s.path: s for s in root.summaries()}
+    for child, parent in pairs:
+        result = compare(root, by_path[parent], by_path[child])
+        seed = by_path[child].seed_length or 0
+        assert result.ancestor.path == parent
+        assert result.diverged_at == seed
+        parent_turns = root.load(by_path[parent]).timeline.turns
+        assert len(result.left.turns) == sum(1 for t in parent_turns if t.first_seq >= seed)

@@ -101,3 +101,17 @@ def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ExportError) as info:
         write_export(tmp_path / "nope" / "s.md", "x")
     assert "no folder" in info.value.message
+
+
+def test_every_fixture_exports(fixtures_root: Path) -> None:
+    """All real logs export to md and html; no escape byte survives, no raw `<script`."""
+    root = SessionRoot(fixtures_root)
+    summaries = root.scan()
+    assert len(summaries) >= 100
+    for summary in summaries:
+        loaded = root.load(summary)
+        for fmt in ("md", "html"):
+            text = export(loaded, fmt, own_only=summary.parent_session is not None)
+            assert "\x1b" not in text
+            if fmt == "html":
+                assert "<script" not in text.lower()
