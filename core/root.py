@@ -63,7 +63,6 @@ from .store import (
 from .summary import (
     SessionSummary,
     from_contents,
-    last_activity_between,
     summarize,
     summarize_small,
     summary_state,
@@ -1140,7 +1139,6 @@ def _copied_child_summary(
             if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
                 return None
             title = title_between(mm, copied.start - 1, copied.end)
-            last_activity = last_activity_between(mm, copied.start - 1, copied.end)
     except (OSError, ValueError):
         return None
     return SessionSummary(
@@ -1156,5 +1154,5 @@ def _copied_child_summary(
         problems=tuple(header_problems),
         size=st.st_size,
         mtime=st.st_mtime,
-        last_activity=last_activity,
+        last_activity=child.created_at,  # the end-seed marker's time: the last event
     )

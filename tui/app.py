@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
+from turnline.core.content import raw_events_text, turn_blocks
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -30,9 +31,11 @@ from turnline.core.root import (
     SessionRoot,
     no_gc,
 )
-from turnline.core.store import SessionForkError
+from turnline.core.store import SessionForkError, check_boundary
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
+from turnline.core.view import OPEN_TURN, TurnView
+from turnline.core.view import SessionView as CoreSessionView
 
 from ._text import line, one_line
 from .after_fork import AFTER_FORK_BINDINGS, AfterForkActions
@@ -48,10 +51,9 @@ from .messages import (
     RootSnapshot,
     SessionLoaded,
     SessionView,
-    TurnEventsRead,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
-from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
+from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
 
@@ -83,6 +85,41 @@ def while_shown(handler: _Handler) -> _Handler:
         handler(self, *args)
 
     return cast(_Handler, guarded)
+
+
+#: The verdict on a turn of a big log's head preview: the fork rule needs the whole log.
+PREVIEW_REFUSAL = "the log is still being indexed: fork once it is loaded"
+
+
+def _interim_verdict(view: SessionView | HeadPreview, index: int, turn: Turn) -> TurnView:
+    """The fork rule's verdict (`store.check_boundary`) for a turn of the app's own
+    session view, until the app holds `core.view.SessionView` (which keeps it)."""
+    if turn.end_seq is None:
+        return TurnView(turn, index, False, OPEN_TURN.format(number=turn.number))
+    if isinstance(view, HeadPreview):
+        return TurnView(turn, index, False, PREVIEW_REFUSAL)
+    loaded = view.loaded
+    count = len(loaded.events)
+    contiguous = loaded.contiguous
+    turn_ends = list(loaded.timeline.turn_ends)
+    last_seq = loaded.summary.last_seq
+    for event in list(view.tail):
+        if event.seq == count and contiguous == count:
+            contiguous += 1
+        count += 1
+        last_seq = event.seq
+        if event.type == "turn/end":
+            turn_ends.append(event.seq)
+    header = loaded.summary.header
+    session_id = header.id if header is not None else loaded.summary.id
+    seed = header.seed_length if header is not None and header.seed_length else 0
+    try:
+        check_boundary(
+            session_id, count, contiguous, sorted(turn_ends), turn.end_seq, last_seq=last_seq
+        )
+    except SessionForkError as exc:
+        return TurnView(turn, index, turn.end_seq < seed, exc.message)
+    return TurnView(turn, index, turn.end_seq < seed, None)
 
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
@@ -336,12 +373,28 @@ class TurnlineApp(AfterForkActions, App[int]):
         exclusive=True,
         group="detail",
         exit_on_error=False,
-        description="read a turn's events",
+        description="read a turn's content",
     )
-    def _read_turn(self, view: SessionView, index: int, turn: Turn) -> None:
-        events = view.events_between(turn.first_seq, turn.end_seq)
+    def _read_turn(
+        self, view: SessionView | CoreSessionView | HeadPreview, index: int, turn: Turn
+    ) -> None:
+        """Read one turn and build what the detail pane draws, off the UI thread: the
+        fork rule's verdict, the content blocks and the bounded raw text (core values)."""
+        if isinstance(view, CoreSessionView):
+            verdict = view.turn_view(index)
+            if verdict is None:
+                return
+            events = view.turn_events(index)
+            blocks = view.blocks(index)
+        else:
+            events = view.events_between(turn.first_seq, turn.end_seq)
+            verdict = _interim_verdict(view, index, turn)
+            blocks = turn_blocks(events)
+        if get_current_worker().is_cancelled:
+            return
+        content = TurnContent(verdict, blocks, raw_events_text(events))
         if not get_current_worker().is_cancelled:
-            self.post_message(TurnEventsRead(view.path, index, events))
+            self.post_message(TurnDetail.ContentRead(view.path, index, content))
 
     @work(
         thread=True, exclusive=True, group="fork", exit_on_error=False, description="fork a session"
@@ -574,8 +627,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         timeline = self.timeline
         if self.preview is not preview or timeline.current_turn_index != index:
             return
-        turn = timeline.turns[index]
-        self.detail.show_turn(turn, preview.events_between(turn.first_seq, turn.end_seq), ())
+        self._read_turn(preview, index, timeline.turns[index])
 
     def _drop_preview(self) -> None:
         self.preview = None
@@ -615,7 +667,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         return self.view.loaded.problems if self.view is not None else ()
 
     def _show_detail_note(self, note: str) -> None:
-        self.detail.show_turn(None, [], self._problems(), note=note)
+        self.detail.show_turn(None, (), self._problems(), note=note)
 
     @on(TurnTimeline.TurnHighlighted)
     @while_shown
@@ -659,17 +711,21 @@ class TurnlineApp(AfterForkActions, App[int]):
         if view is not None and index is not None:
             self._read_turn(view, index, timeline.turns[index])
 
-    @on(TurnEventsRead)
+    @on(TurnDetail.ContentRead)
     @while_shown
-    def _on_turn_events(self, message: TurnEventsRead) -> None:
-        view = self.view
+    def _on_turn_events(self, message: TurnDetail.ContentRead) -> None:
         timeline = self.timeline
-        if view is None or view.path != message.path:
-            return
         if timeline.current_turn_index != message.turn_index:
             return
-        turn = timeline.turns[message.turn_index]
-        self.detail.show_turn(turn, message.events, self._problems())
+        view, preview = self.view, self.preview
+        if view is not None and view.path == message.path:
+            problems = self._problems()
+        elif view is None and preview is not None and preview.path == message.path:
+            problems = ()
+        else:
+            return
+        content = message.content
+        self.detail.show_turn(content.verdict, content.blocks, problems, raw=content.raw)
 
     @on(TurnTimeline.DividerChosen)
     @while_shown

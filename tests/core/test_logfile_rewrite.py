@@ -9,7 +9,14 @@ from pathlib import Path
 import orjson
 from turnline.core.logfile import LogReader
 
-HEADER = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1, "cwd": "/w"}
+HEADER = {
+    "type": "session",
+    "version": 0,
+    "delegationDepth": 0,
+    "id": "s-1",
+    "createdAt": 1,
+    "cwd": "/w",
+}
 
 
 def _turns(n: int, title: str) -> bytes:

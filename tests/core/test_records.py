@@ -11,7 +11,14 @@ from turnline.core.logfile import read_log
 from turnline.core.records import fallback_title, is_user_input, user_title
 from turnline.core.summary import from_contents, summarize
 
-HEADER = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1, "cwd": "/w"}
+HEADER = {
+    "type": "session",
+    "version": 0,
+    "delegationDepth": 0,
+    "id": "s-1",
+    "createdAt": 1,
+    "cwd": "/w",
+}
 
 
 def _log(tmp_path: Path, records: list[dict[str, object]]) -> Path:

@@ -13,7 +13,9 @@ from turnline.cli import main
 from turnline.core import index as index_module
 from turnline.core.records import MAX_HEADER_LINE
 
-HEADER = b'{"type":"session","version":0,"id":"crashed","createdAt":1,"cwd":"/w"}\n'
+HEADER = (
+    b'{"type":"session","version":0,"delegationDepth":0,"id":"crashed","createdAt":1,"cwd":"/w"}\n'
+)
 GIB = 1 << 30
 
 
