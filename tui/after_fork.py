@@ -47,6 +47,12 @@ class AfterForkActions:
     def _app(self) -> TurnlineApp:
         return self  # type: ignore[return-value]
 
+    def _on_main(self) -> bool:
+        """True when the main screen is on top: these keys never act over a dialog or
+        the command palette (a key that reaches the app while one is opening)."""
+        app = self._app()
+        return len(app.screen_stack) == 1
+
     def _highlighted(self) -> SessionSummary | None:
         app = self._app()
         path = app.session_tree.highlighted_path
@@ -61,6 +67,8 @@ class AfterForkActions:
 
     def action_mark(self) -> None:
         """Mark the highlighted session for `d`."""
+        if not self._on_main():
+            return
         summary = self._highlighted()
         if summary is None:
             self._say("no session is highlighted", title="Mark", warning=True)
@@ -70,6 +78,8 @@ class AfterForkActions:
 
     def action_compare(self) -> None:
         """Compare the marked session with the highlighted one."""
+        if not self._on_main():
+            return
         app = self._app()
         summary = self._highlighted()
         marked = app.snapshot.summaries.get(self.marked) if self.marked and app.snapshot else None
@@ -88,6 +98,8 @@ class AfterForkActions:
 
     def action_export(self) -> None:
         """Export the open session: ask for the format and path, say where it wrote."""
+        if not self._on_main():
+            return
         app = self._app()
         view = app.view
         if view is None:
@@ -110,6 +122,8 @@ class AfterForkActions:
 
     def action_continue(self) -> None:
         """Suspend, run the resume command in the session's cwd, restore and refresh."""
+        if not self._on_main():
+            return
         app = self._app()
         summary = self._highlighted()
         if summary is None:
@@ -145,6 +159,8 @@ class AfterForkActions:
 
     def action_copy_id(self) -> None:
         """Copy the highlighted session's id (Textual's clipboard support, OSC 52)."""
+        if not self._on_main():
+            return
         summary = self._highlighted()
         if summary is None:
             self._say("no session is highlighted", title="Copy", warning=True)
@@ -161,6 +177,8 @@ class AfterForkActions:
         self._open_turn(os.environ.get("EDITOR") or os.environ.get("VISUAL") or "vi")
 
     def _open_turn(self, program: str) -> None:
+        if not self._on_main():
+            return
         app = self._app()
         view = app.view
         turn = app.timeline.current_turn
