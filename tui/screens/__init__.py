@@ -4,6 +4,7 @@ from ._compare import CompareScreen
 from ._export import ExportRequest, ExportScreen
 from ._fork import ForkPlan, ForkRequest, ForkScreen
 from ._help import HelpScreen
+from ._search import SearchScreen
 
 __all__ = [
     "CompareScreen",
@@ -13,4 +14,5 @@ __all__ = [
     "ForkRequest",
     "ForkScreen",
     "HelpScreen",
+    "SearchScreen",
 ]
