@@ -31,9 +31,23 @@ from turnline.core.view import SessionView
 
 from . import render
 
-COMMANDS: Final = ("ls", "show", "fork", "tree", "usage", "search", "open", "demo")
+COMMANDS: Final = (
+    "ls",
+    "show",
+    "fork",
+    "tree",
+    "usage",
+    "search",
+    "open",
+    "demo",
+    "diff",
+    "export",
+    "resume-cmd",
+)
 #: Commands that never open the terminal UI.
-HEADLESS: Final = frozenset(("ls", "show", "fork", "tree", "usage", "search"))
+HEADLESS: Final = frozenset(
+    ("ls", "show", "fork", "tree", "usage", "search", "diff", "export", "resume-cmd")
+)
 VERSION_FALLBACK: Final = "0.1.0"
 
 
@@ -284,6 +298,84 @@ def cmd_tree(args: argparse.Namespace) -> int:
     root.scan()
     lines = render.tree_lines(root.lineage(), root.path)
     _print_lines(lines or [f"no sessions under {one_line(str(root.path))}"])
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`turnline diff [ROOT] A B [--json]`."""
+    from turnline.core.compare import CompareError, compare
+
+    refs = [r for r in (args.first, args.second, args.third) if r is not None]
+    if len(refs) == 3:
+        root, refs = _open_root(refs[0]), refs[1:]
+    elif len(refs) == 2:
+        root = _open_root(None)
+    else:
+        raise CliError("USAGE", "diff needs two sessions: turnline diff [ROOT] A B")
+    root.scan()
+    try:
+        result = compare(root, root.resolve(refs[0]), root.resolve(refs[1]))
+    except CompareError as exc:
+        raise CliError(exc.code, exc.message) from exc
+    if args.json:
+        _print_json(result.to_json_dict())
+        return 0
+    _print_lines(_diff_lines(result))
+    return 0
+
+
+def _diff_lines(result: Any) -> list[str]:
+    """`turnline diff` as text: the split, each side's outcome, the aligned rows."""
+    lines = [
+        f"ancestor {one_line(result.ancestor.id)}, diverged at seq {result.diverged_at}"
+        f" (shared: {result.shared_turns} turns)",
+    ]
+    for label, side in (("left", result.left), ("right", result.right)):
+        tools = ", ".join(f"{one_line(k)}×{v}" for k, v in side.tool_calls.items()) or "none"
+        lines.append(
+            f"{label:5} {one_line(side.summary.id)}: {len(side.turns)} turns, last "
+            f"{side.last_reason or '-'}, {side.tokens.total} tokens, {side.errors} errors, "
+            f"{side.wall_ms / 1000:.1f} s, tools {tools}, files {len(side.files)}"
+        )
+    for k, (left, right) in enumerate(result.rows, 1):
+
+        def cell(turn: Any) -> str:
+            if turn is None:
+                return "-"
+            return f"turn {turn.number} [{turn.reason}] {one_line(turn.user, 40)}"
+
+        lines.append(f"{k:>3}  {cell(left)}  |  {cell(right)}")
+    return lines
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`turnline export [ROOT] SESSION --format md|html [--own-only] [-o FILE] [--force]`."""
+    from turnline.core.export import ExportError, export, write_export
+
+    root, ref = _root_and_session(args.first, args.second)
+    text = export(root.load(root.resolve(ref)), args.format, own_only=args.own_only)
+    if args.output is None:
+        _write(sys.stdout, text)
+        return 0
+    try:
+        written = write_export(Path(args.output), text, replace=args.force)
+    except ExportError as exc:
+        raise CliError(exc.code, exc.message) from exc
+    _write(sys.stderr, f"turnline: wrote {one_line(str(written))}\n")
+    return 0
+
+
+def cmd_resume_cmd(args: argparse.Namespace) -> int:
+    """`turnline resume-cmd [ROOT] SESSION`."""
+    from turnline.core.resume import resume_command
+    from turnline.core.xdg import ConfigError
+
+    root, ref = _root_and_session(args.first, args.second)
+    try:
+        command = resume_command(root.resolve(ref))
+    except ConfigError as exc:
+        raise CliError("CONFIG_ERROR", exc.message) from exc
+    _write(sys.stdout, command + "\n")
     return 0
 
 
@@ -552,6 +644,43 @@ def build_parser() -> argparse.ArgumentParser:
     tree.add_argument("root", nargs="?", metavar="ROOT")
     tree.set_defaults(run=cmd_tree)
 
+    diff = sub.add_parser(
+        "diff",
+        help="compare two sessions of one lineage from where they split",
+        usage="turnline diff [-h] [--json] [ROOT] A B",
+    )
+    diff.add_argument("first", metavar="ROOT|A")
+    diff.add_argument("second", metavar="A|B")
+    diff.add_argument("third", nargs="?", metavar="B")
+    diff.add_argument("--json", action="store_true", help="print JSON")
+    diff.set_defaults(run=cmd_diff)
+
+    export = sub.add_parser(
+        "export",
+        help="a session as Markdown or HTML",
+        usage="turnline export [-h] --format md|html [--own-only] [-o FILE] [--force] "
+        "[ROOT] SESSION",
+        description="Writes to stdout, or atomically to FILE (never over an existing "
+        "file unless --force; no temporary is left behind).",
+    )
+    export.add_argument("first", metavar="ROOT|SESSION")
+    export.add_argument("second", nargs="?", metavar="SESSION")
+    export.add_argument("--format", choices=("md", "html"), required=True)
+    export.add_argument(
+        "--own-only", action="store_true", help="replace inherited turns by one line"
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.add_argument("--force", action="store_true", help="replace an existing FILE")
+    export.set_defaults(run=cmd_export)
+
+    resume = sub.add_parser(
+        "resume-cmd",
+        help="print the shell command that continues a session in the agent",
+        usage="turnline resume-cmd [-h] [ROOT] SESSION",
+    )
+    resume.add_argument("first", metavar="ROOT|SESSION")
+    resume.add_argument("second", nargs="?", metavar="SESSION")
+    resume.set_defaults(run=cmd_resume_cmd)
     find = sub.add_parser(
         "search",
         help="find text in every session, credited to the session that said it",

@@ -38,6 +38,7 @@ from turnline.core.view import OPEN_TURN, TurnView
 from turnline.core.view import SessionView as CoreSessionView
 
 from ._text import line, one_line
+from .after_fork import AFTER_FORK_BINDINGS, AfterForkActions
 from .commands import TurnlineCommands
 from .messages import (
     Appended,
@@ -127,7 +128,7 @@ def snapshot_of(root: SessionRoot) -> RootSnapshot:
     return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage())
 
 
-class TurnlineApp(App[int]):
+class TurnlineApp(AfterForkActions, App[int]):
     """Browse, follow and fork the dsh session logs under a root (or one log).
 
     Args:
@@ -156,6 +157,7 @@ class TurnlineApp(App[int]):
         Binding("question_mark", "help", "Help"),
         Binding("u", "usage", "Usage", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        *AFTER_FORK_BINDINGS,
     ]
 
     def __init__(

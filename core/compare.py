@@ -1,0 +1,232 @@
+"""Compare two sessions of one lineage forest from the point where they split.
+
+The split point (`diverged_at`) comes from the lineage alone, never from comparing text:
+
+- siblings: their `seedLength` (the smaller one, if they forked at different turns);
+- a parent and its descendant: the `seedLength` of the descendant's first fork off the
+  parent's line (the child of the parent on the descendant's chain);
+- cousins: the `seedLength` where the first of them left the common line.
+
+Rows pair each side's k-th turn after the split, by position.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+from .content import StepUsage, TokenUsage, ToolCall, TurnError, turn_blocks
+from .root import LoadedSession, SessionRoot
+from .summary import SessionSummary
+from .timeline import Turn
+
+#: dsh's file tools and the argument that names the file.
+FILE_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "read": ("file_path",),
+    "write": ("file_path",),
+    "edit": ("file_path",),
+    "read_image": ("file_path",),
+    "lsp": ("file_path",),
+    "str_replace_editor": ("path",),
+}
+
+
+class CompareError(Exception):
+    """Two sessions that cannot be compared (no common ancestor, the same session)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a comparison: its turns after the split and what they did."""
+
+    summary: SessionSummary
+    turns: tuple[Turn, ...]
+    tokens: TokenUsage
+    tool_calls: dict[str, int]
+    errors: int
+    wall_ms: int
+    files: tuple[str, ...]
+    loaded: LoadedSession | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def last_reason(self) -> str | None:
+        """The last turn's end reason, None without turns after the split."""
+        return self.turns[-1].reason if self.turns else None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The `diff --json` shape of a side."""
+        return {
+            "id": self.summary.id,
+            "path": str(self.summary.path),
+            "turns": len(self.turns),
+            "lastReason": self.last_reason,
+            "tokens": self.tokens.total,
+            "toolCalls": dict(self.tool_calls),
+            "errors": self.errors,
+            "wallMs": self.wall_ms,
+            "files": list(self.files),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two sides after their split.
+
+    Attributes:
+        ancestor: The nearest session both descend from (possibly one of them).
+        diverged_at: The first seq the two do not share.
+        shared_turns: Turns of the ancestor before `diverged_at`.
+    """
+
+    ancestor: SessionSummary
+    diverged_at: int
+    left: Side
+    right: Side
+    shared_turns: int = 0
+
+    @property
+    def rows(self) -> list[tuple[Turn | None, Turn | None]]:
+        """Each side's k-th turn after the split (None where a side has none)."""
+        return list(zip_longest(self.left.turns, self.right.turns))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The `diff --json` shape."""
+        return {
+            "ancestor": {"id": self.ancestor.id, "path": str(self.ancestor.path)},
+            "divergedAt": self.diverged_at,
+            "left": self.left.to_json_dict(),
+            "right": self.right.to_json_dict(),
+            "rows": [
+                {"left": _row_turn(left), "right": _row_turn(right)} for left, right in self.rows
+            ],
+        }
+
+
+def _row_turn(turn: Turn | None) -> dict[str, Any] | None:
+    if turn is None:
+        return None
+    return {
+        "turn": turn.number,
+        "startSeq": turn.first_seq,
+        "endSeq": turn.end_seq,
+        "reason": turn.reason,
+        "user": turn.user,
+        "assistant": turn.assistant,
+    }
+
+
+def split_point(root: SessionRoot, a: Path, b: Path) -> tuple[Path, int]:
+    """The nearest common ancestor's log and `divergedAt`, from the lineage.
+
+    Raises:
+        CompareError: NO_ANCESTOR (different trees, or a parent missing), SAME_SESSION.
+    """
+    if a == b:
+        raise CompareError("SAME_SESSION", f"{a} is the same session on both sides")
+    lineage = root.lineage()
+    chain_a = [a, *lineage.ancestors(a)]
+    chain_b = [b, *lineage.ancestors(b)]
+    on_b = set(chain_b)
+    common = next((p for p in chain_a if p in on_b), None)
+    if common is None:
+        missing = [p for p in (chain_a[-1], chain_b[-1]) if _parent_id(root, p) is not None]
+        why = (
+            "; the parent of " + ", ".join(str(p) for p in missing) + " is not under the root"
+            if missing
+            else ""
+        )
+        raise CompareError("NO_ANCESTOR", f"{a} and {b} share no ancestor{why}")
+    seeds: list[int] = []  # the seedLength of each side's fork off the common line
+    for chain in (chain_a, chain_b):
+        at = chain.index(common)
+        if at > 0:
+            seeds.append(_seed(root, chain[at - 1]))
+    return common, min(seeds)
+
+
+def _summary(root: SessionRoot, path: Path) -> SessionSummary:
+    return next(s for s in root.summaries() if s.path == path)
+
+
+def _seed(root: SessionRoot, path: Path) -> int:
+    return _summary(root, path).seed_length or 0
+
+
+def _parent_id(root: SessionRoot, path: Path) -> str | None:
+    return _summary(root, path).parent_session
+
+
+def compare(root: SessionRoot, left: SessionSummary, right: SessionSummary) -> Comparison:
+    """Compare two sessions of `root` (scanned) from their split.
+
+    Raises:
+        CompareError: see `split_point`.
+    """
+    common, diverged = split_point(root, left.path, right.path)
+    ancestor = _summary(root, common)
+    loaded = root.load(ancestor)
+    shared = sum(1 for t in loaded.timeline.turns if t.first_seq < diverged)
+    return Comparison(
+        ancestor=ancestor,
+        diverged_at=diverged,
+        left=side(root, left, diverged),
+        right=side(root, right, diverged),
+        shared_turns=shared,
+    )
+
+
+def side(root: SessionRoot, summary: SessionSummary, diverged: int) -> Side:
+    """One session's turns from seq `diverged` on, with their totals."""
+    loaded = root.load(summary)
+    turns = tuple(t for t in loaded.timeline.turns if t.first_seq >= diverged)
+    tokens = TokenUsage()
+    tools: Counter[str] = Counter()
+    errors = 0
+    wall = 0
+    files: dict[str, None] = {}
+    for turn in turns:
+        if turn.started is not None and turn.ended is not None:
+            wall += max(0, int(turn.ended - turn.started))
+        for block in turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)):
+            if isinstance(block, StepUsage):
+                tokens = tokens + block.usage
+            elif isinstance(block, TurnError):
+                errors += 1
+            elif isinstance(block, ToolCall):
+                tools[block.name] += 1
+                for name in touched_files(block):
+                    files.setdefault(name, None)
+    return Side(
+        summary=summary,
+        turns=turns,
+        tokens=tokens,
+        tool_calls=dict(sorted(tools.items())),
+        errors=errors,
+        wall_ms=wall,
+        files=tuple(files),
+        loaded=loaded,
+    )
+
+
+def touched_files(call: ToolCall) -> list[str]:
+    """Files a tool call names: a file tool's path argument and its result's diffs."""
+    out: list[str] = []
+    for key in FILE_ARGUMENTS.get(call.name, ()):
+        value = call.argument(key)
+        if isinstance(value, str) and value:
+            out.append(value)
+    diffs = call.result.meta.get("diffs") if call.result is not None else None
+    if isinstance(diffs, list):
+        for diff in diffs:
+            path = diff.get("path") if isinstance(diff, dict) else None
+            if isinstance(path, str) and path and path not in out:
+                out.append(path)
+    return out

@@ -1,0 +1,395 @@
+"""A session as Markdown or HTML, to share, paste into a pull request or an LLM prompt.
+
+Every piece of log text passes `textsafe.safe_text` (no terminal escapes, no bidi
+overrides) and, in HTML, `html.escape`: a `<script>` in a user message stays text. The
+HTML is one self-contained file: inline CSS, no scripts, no network fetches, `<details>`
+for the folded parts (reasoning, tool results).
+
+Writing to a file (`write_export`) is atomic: a temporary file in the target's folder,
+fsync, then a link to the final name that never overwrites (`replace=True` renames over
+the user's own earlier export instead), then a folder fsync. The temporary is removed on
+every path, failures included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .content import (
+    AssistantText,
+    Block,
+    ContextText,
+    Reasoning,
+    StepUsage,
+    TokenUsage,
+    ToolCall,
+    TurnError,
+    UserText,
+    header_model,
+    turn_blocks,
+)
+from .root import LoadedSession
+from .textsafe import one_line, safe_text
+from .timeline import Turn
+
+FORMATS = ("md", "html")
+#: Tool results longer than this are cut, with a note saying how much was left out.
+RESULT_LIMIT = 2000
+
+
+class ExportError(Exception):
+    """An export that cannot be written (the target exists, the folder is missing...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPoint:
+    """Where a child left its parent: the last inherited turn and its `turn/end` seq."""
+
+    parent: str
+    turn: int | None
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDoc:
+    """One turn's blocks, ready to render."""
+
+    turn: Turn
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDoc:
+    """What an export shows of one session."""
+
+    title: str
+    session_id: str
+    cwd: str | None
+    fork: ForkPoint | None
+    models: tuple[str, ...]
+    tokens: TokenUsage
+    turns: tuple[TurnDoc, ...]
+    inherited: int  # turns left out by --own-only
+
+
+def fork_point(loaded: LoadedSession) -> ForkPoint | None:
+    """The parent and fork point of a child (None for a session with no parent)."""
+    parent = loaded.summary.parent_session
+    if parent is None:
+        return None
+    seed = loaded.timeline.seed_length
+    last = [t for t in loaded.timeline.turns if t.first_seq < seed]
+    return ForkPoint(parent, last[-1].number if last else None, max(seed - 1, 0))
+
+
+def build(loaded: LoadedSession, *, own_only: bool = False) -> SessionDoc:
+    """The export's content of a loaded session."""
+    seed = loaded.timeline.seed_length
+    models: dict[str, None] = {}
+    tokens = TokenUsage()
+    turns: list[TurnDoc] = []
+    inherited = 0
+    model: str | None = None
+    for event in loaded.events_between(0, None):
+        if event.type == "request/header":
+            model = header_model(event)
+            if model:
+                models.setdefault(model, None)
+    for turn in loaded.timeline.turns:
+        own = turn.first_seq >= seed
+        if own_only and not own:
+            inherited += 1
+            continue
+        blocks = tuple(turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)))
+        for block in blocks:
+            if isinstance(block, StepUsage):
+                tokens = tokens + block.usage
+                if block.model:
+                    models.setdefault(block.model, None)
+        turns.append(TurnDoc(turn, blocks))
+    summary = loaded.summary
+    return SessionDoc(
+        title=loaded.timeline.title or summary.title or summary.id,
+        session_id=summary.id,
+        cwd=summary.cwd,
+        fork=fork_point(loaded),
+        models=tuple(models),
+        tokens=tokens,
+        turns=tuple(turns),
+        inherited=inherited,
+    )
+
+
+def _truncate(text: str) -> tuple[str, str | None]:
+    if len(text) <= RESULT_LIMIT:
+        return text, None
+    return text[:RESULT_LIMIT], f"truncated: {len(text) - RESULT_LIMIT} more characters"
+
+
+def _fork_line(fork: ForkPoint) -> str:
+    turn = "the start" if fork.turn is None else f"turn {fork.turn}"
+    return f"forked from {fork.parent} at {turn} (seq {fork.seq})"
+
+
+def _tokens_line(tokens: TokenUsage) -> str:
+    return (
+        f"{tokens.total} tokens (input {tokens.input_tokens}, output {tokens.output_tokens}, "
+        f"cache read {tokens.cache_read_tokens}, cache write {tokens.cache_write_tokens})"
+    )
+
+
+# -- Markdown ------------------------------------------------------------------------
+
+
+def _md_text(text: str) -> str:
+    return safe_text(text, keep_newlines=True)
+
+
+def _fence(text: str, lang: str = "") -> str:
+    runs = [len(m) for m in re.findall(r"`{3,}", text)]
+    ticks = "`" * max([3, *(n + 1 for n in runs)])
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
+
+
+def to_markdown(doc: SessionDoc) -> str:
+    """The session as Markdown."""
+    out = [f"# {one_line(doc.title)}", ""]
+    out.append(f"- id: `{one_line(doc.session_id)}`")
+    if doc.cwd:
+        out.append(f"- cwd: `{one_line(doc.cwd)}`")
+    if doc.fork is not None:
+        out.append(f"- {one_line(_fork_line(doc.fork))}")
+    if doc.models:
+        out.append("- models: " + ", ".join(f"`{one_line(m)}`" for m in doc.models))
+    out.append(f"- totals: {_tokens_line(doc.tokens)}")
+    out.append("")
+    if doc.inherited and doc.fork is not None:
+        out += [f"*{one_line(_fork_line(doc.fork))}*", ""]
+    for td in doc.turns:
+        out += _md_turn(td)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_turn(td: TurnDoc) -> list[str]:
+    turn = td.turn
+    out = [f"## Turn {turn.number}", ""]
+    for block in td.blocks:
+        if isinstance(block, UserText):
+            out += ["**User**", "", _quote(_md_text(block.text)), ""]
+        elif isinstance(block, ContextText):
+            out += [f"**Context** ({one_line(block.source)})", "", _fence(_md_text(block.text)), ""]
+        elif isinstance(block, AssistantText):
+            out += ["**Assistant**", "", _md_text(block.text), ""]
+        elif isinstance(block, Reasoning):
+            out += [
+                "<details><summary>Reasoning</summary>",
+                "",
+                _fence(_md_text(block.text)),
+                "",
+                "</details>",
+                "",
+            ]
+        elif isinstance(block, ToolCall):
+            out += [f"**Tool call** `{one_line(block.name)}`", ""]
+            out += [_fence(_md_text(block.arguments_text), "json"), ""]
+            result = block.result
+            if result is None:
+                out += ["*(no result)*", ""]
+            else:
+                text, note = _truncate(_md_text(result.text))
+                label = "Error result" if result.is_error else "Result"
+                out += [f"<details><summary>{label}</summary>", "", _fence(text), ""]
+                if note:
+                    out += [f"*({note})*", ""]
+                out += ["</details>", ""]
+        elif isinstance(block, TurnError):
+            out += [f"**Error**: {one_line(block.message)}", ""]
+    reason = turn.reason + (f": {one_line(turn.detail)}" if turn.detail else "")
+    out += [f"*turn/end: {reason}*", ""]
+    return out
+
+
+# -- HTML ----------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+line-height:1.45;color:#222}
+pre{background:#f5f5f5;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
+.user{border-left:4px solid #3a7;padding-left:.6rem}
+.error{color:#b00}
+.reason{color:#666;font-style:italic}
+section.turn{border-top:1px solid #ddd;margin-top:1.2rem}
+"""
+
+
+def _h(text: str) -> str:
+    return html.escape(safe_text(text, keep_newlines=True), quote=True)
+
+
+def _h1(text: str) -> str:
+    return html.escape(one_line(text), quote=True)
+
+
+def to_html(doc: SessionDoc) -> str:
+    """The session as one self-contained HTML page."""
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{_h1(doc.title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_h1(doc.title)}</h1>",
+        "<ul>",
+        f"<li>id: <code>{_h1(doc.session_id)}</code></li>",
+    ]
+    if doc.cwd:
+        out.append(f"<li>cwd: <code>{_h1(doc.cwd)}</code></li>")
+    if doc.fork is not None:
+        out.append(f"<li>{_h1(_fork_line(doc.fork))}</li>")
+    if doc.models:
+        out.append(
+            "<li>models: " + ", ".join(f"<code>{_h1(m)}</code>" for m in doc.models) + "</li>"
+        )
+    out.append(f"<li>totals: {_h1(_tokens_line(doc.tokens))}</li>")
+    out.append("</ul>")
+    if doc.inherited and doc.fork is not None:
+        out.append(f'<p class="reason">{_h1(_fork_line(doc.fork))}</p>')
+    for td in doc.turns:
+        out += _html_turn(td)
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def _html_turn(td: TurnDoc) -> list[str]:
+    turn = td.turn
+    out = ['<section class="turn">', f"<h2>Turn {turn.number}</h2>"]
+    for block in td.blocks:
+        if isinstance(block, UserText):
+            out.append(f'<div class="user"><strong>User</strong><pre>{_h(block.text)}</pre></div>')
+        elif isinstance(block, ContextText):
+            out.append(
+                f"<details><summary>Context ({_h1(block.source)})</summary>"
+                f"<pre>{_h(block.text)}</pre></details>"
+            )
+        elif isinstance(block, AssistantText):
+            out.append(f"<div><strong>Assistant</strong><pre>{_h(block.text)}</pre></div>")
+        elif isinstance(block, Reasoning):
+            out.append(
+                f"<details><summary>Reasoning</summary><pre>{_h(block.text)}</pre></details>"
+            )
+        elif isinstance(block, ToolCall):
+            out.append(f"<div><strong>Tool call</strong> <code>{_h1(block.name)}</code>")
+            out.append(f"<pre>{_h(block.arguments_text)}</pre>")
+            result = block.result
+            if result is None:
+                out.append("<p><em>(no result)</em></p>")
+            else:
+                text, note = _truncate(safe_text(result.text, keep_newlines=True))
+                label = "Error result" if result.is_error else "Result"
+                extra = f"<p><em>({_h1(note)})</em></p>" if note else ""
+                out.append(
+                    f"<details><summary>{label}</summary><pre>{_h(text)}</pre>{extra}</details>"
+                )
+            out.append("</div>")
+        elif isinstance(block, TurnError):
+            out.append(f'<p class="error">Error: {_h1(block.message)}</p>')
+    reason = turn.reason + (f": {turn.detail}" if turn.detail else "")
+    out += [f'<p class="reason">turn/end: {_h1(reason)}</p>', "</section>"]
+    return out
+
+
+RENDERERS: dict[str, Callable[[SessionDoc], str]] = {"md": to_markdown, "html": to_html}
+
+
+def export(loaded: LoadedSession, fmt: str, *, own_only: bool = False) -> str:
+    """A loaded session as `fmt` (`md` or `html`)."""
+    if fmt not in RENDERERS:
+        raise ExportError("BAD_FORMAT", f"unknown format {fmt!r} (use md or html)")
+    return RENDERERS[fmt](build(loaded, own_only=own_only))
+
+
+def turn_markdown(loaded: LoadedSession, turn: Turn) -> str:
+    """One turn as Markdown (what `o` opens in the pager)."""
+    blocks = tuple(turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)))
+    title = one_line(loaded.timeline.title or loaded.summary.id)
+    head = [f"# {title}: turn {turn.number}", "", f"- id: `{one_line(loaded.summary.id)}`", ""]
+    return "\n".join(head + _md_turn(TurnDoc(turn, blocks))).rstrip("\n") + "\n"
+
+
+def write_export(
+    target: Path,
+    text: str,
+    *,
+    replace: bool = False,
+    _fault: Callable[[str], None] = lambda _step: None,
+) -> Path:
+    """Write `text` to `target` atomically; never leaves a temporary behind.
+
+    Raises:
+        ExportError: EXISTS (the target exists and `replace` is False), WRITE_FAILED.
+    """
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise ExportError("WRITE_FAILED", f"no folder {folder} to write {target.name} into")
+    if target.exists() and not replace:
+        raise ExportError("EXISTS", f"{target} exists; choose another name (or --force)")
+    if target.is_dir():
+        raise ExportError("WRITE_FAILED", f"{target} is a folder")
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        try:
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(text.encode("utf-8"))
+                _fault("write")
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.chmod(temp, 0o644)
+            if replace:
+                os.replace(temp, target)
+            else:
+                os.link(temp, target)  # fails if the target appeared meanwhile
+        except FileExistsError as exc:
+            raise ExportError("EXISTS", f"{target} exists; choose another name") from exc
+        except OSError as exc:
+            raise ExportError(
+                "WRITE_FAILED", f"cannot write {target}: {exc.strerror or exc}"
+            ) from exc
+        _fsync_folder(folder)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+    return target
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,172 @@
+"""divergedAt and ancestor come from the lineage: siblings, parent and descendant,
+cousins, raw and zstd, and a missing parent (no ancestor)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from turnline.core.compare import CompareError, compare, split_point, touched_files
+from turnline.core.content import ToolCall, ToolResult
+from turnline.core.model import SessionHeader
+from turnline.core.root import SessionRoot
+
+from .disk_logs import as_events, turn_records, write_log
+
+
+def _parent(root: Path, *, zstd: bool, turns: int = 3, sid: str = "parent-1") -> None:
+    header = SessionHeader(id=sid, created_at=1, cwd="/home/dev/app", delegation_depth=0)
+    records = [r for n in range(turns) for r in turn_records(4 * n, n + 1)]
+    write_log(root, header, as_events(records), zstd=zstd)
+
+
+def _root(tmp_path: Path, zstd: bool) -> SessionRoot:
+    _parent(tmp_path, zstd=zstd)
+    root = SessionRoot(tmp_path)
+    root.scan()
+    return root
+
+
+def _fork(root: SessionRoot, source: str, at: int, child: str) -> None:
+    root.fork(source, at, child)
+    root.scan()
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_siblings_split_at_their_seed_length(tmp_path: Path, zstd: bool) -> None:
+    root = _root(tmp_path, zstd)
+    _fork(root, "parent-1", 7, "a")  # after turn 2: seedLength 8
+    _fork(root, "parent-1", 7, "b")
+    a, b = root.resolve("a"), root.resolve("b")
+    assert a.encoding == b.encoding
+    common, at = split_point(root, a.path, b.path)
+    assert common == root.resolve("parent-1").path
+    assert at == 8
+    result = compare(root, a, b)
+    assert result.ancestor.id == "parent-1"
+    assert result.shared_turns == 2
+    assert result.left.turns == () and result.right.turns == ()
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_siblings_at_different_turns_split_at_the_first(tmp_path: Path, zstd: bool) -> None:
+    root = _root(tmp_path, zstd)
+    _fork(root, "parent-1", 3, "a")  # seedLength 4
+    _fork(root, "parent-1", 7, "b")  # seedLength 8
+    _, at = split_point(root, root.resolve("a").path, root.resolve("b").path)
+    assert at == 4
+    result = compare(root, root.resolve("a"), root.resolve("b"))
+    # b still holds parent turn 2 after the split; a holds none of its own.
+    assert [t.number for t in result.right.turns] == [2]
+    assert result.left.turns == ()
+    assert result.rows == [(None, result.right.turns[0])]
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_parent_and_descendant(tmp_path: Path, zstd: bool) -> None:
+    root = _root(tmp_path, zstd)
+    _fork(root, "parent-1", 3, "child")  # seedLength 4
+    _fork(root, "child", 3, "grandchild")  # seedLength 4 again: child has only its seed
+    parent, grandchild = root.resolve("parent-1"), root.resolve("grandchild")
+    common, at = split_point(root, parent.path, grandchild.path)
+    assert common == parent.path
+    assert at == 4  # the descendant's first fork off the parent's line
+    result = compare(root, parent, grandchild)
+    assert result.ancestor.id == "parent-1"
+    assert [t.number for t in result.left.turns] == [2, 3]
+    assert result.right.turns == ()
+    payload = result.to_json_dict()
+    assert payload["divergedAt"] == 4
+    assert payload["ancestor"] == {"id": "parent-1", "path": str(parent.path)}
+    assert payload["left"]["turns"] == 2
+    assert payload["left"]["lastReason"] == "completed"
+    assert payload["rows"][0]["left"]["turn"] == 2
+    assert payload["rows"][0]["right"] is None
+    assert set(payload["left"]) == {
+        "id",
+        "path",
+        "turns",
+        "lastReason",
+        "tokens",
+        "toolCalls",
+        "errors",
+        "wallMs",
+        "files",
+    }
+    # Reversed: the same split, the sides swapped.
+    assert split_point(root, grandchild.path, parent.path) == (parent.path, 4)
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_cousins_split_where_the_first_left(tmp_path: Path, zstd: bool) -> None:
+    root = _root(tmp_path, zstd)
+    _fork(root, "parent-1", 3, "u1")  # seed 4
+    _fork(root, "parent-1", 7, "u2")  # seed 8
+    _fork(root, "u1", 3, "c1")  # seed 4, under u1
+    _fork(root, "u2", 7, "c2")  # seed 8, under u2
+    common, at = split_point(root, root.resolve("c1").path, root.resolve("c2").path)
+    assert common == root.resolve("parent-1").path
+    assert at == 4
+    # Cousins under one uncle: the common line is u2's, left at 8.
+    _fork(root, "u2", 7, "c3")
+    common, at = split_point(root, root.resolve("c2").path, root.resolve("c3").path)
+    assert common == root.resolve("u2").path
+    assert at == 8
+
+
+def test_a_missing_parent_gives_no_ancestor(tmp_path: Path) -> None:
+    _parent(tmp_path / "one", zstd=False)
+    root = SessionRoot(tmp_path)
+    root.scan()
+    _fork(root, "parent-1", 3, "a")
+    _fork(root, "parent-1", 3, "b")
+    parent = root.resolve("parent-1").path
+    parent.unlink()
+    root = SessionRoot(tmp_path)
+    root.scan()
+    with pytest.raises(CompareError) as info:
+        split_point(root, root.resolve("a").path, root.resolve("b").path)
+    assert info.value.code == "NO_ANCESTOR"
+    assert "is not under the root" in info.value.message
+
+
+def test_unrelated_sessions_and_the_same_one(tmp_path: Path) -> None:
+    _parent(tmp_path, zstd=False)
+    _parent(tmp_path, zstd=False, sid="other")
+    root = SessionRoot(tmp_path)
+    root.scan()
+    a, b = root.resolve("parent-1"), root.resolve("other")
+    with pytest.raises(CompareError) as info:
+        compare(root, a, b)
+    assert info.value.code == "NO_ANCESTOR"
+    with pytest.raises(CompareError) as same:
+        compare(root, a, a)
+    assert same.value.code == "SAME_SESSION"
+
+
+def test_files_from_file_tools_and_diffs() -> None:
+    edit = ToolCall("edit", "c1", {"file_path": "src/a.py"}, "{}", 1)
+    assert touched_files(edit) == ["src/a.py"]
+    result = ToolResult("ok", False, 2, {"diffs": [{"path": "b.txt"}, {"path": "src/a.py"}]})
+    write = ToolCall("write", "c2", {"file_path": "src/a.py"}, "{}", 1, result=result)
+    assert touched_files(write) == ["src/a.py", "b.txt"]
+    bash = ToolCall("bash", "c3", {"command": "cat x"}, "{}", 1)
+    assert touched_files(bash) == []
+
+
+def test_every_real_child_compares_with_its_parent(fixtures_root: Path) -> None:
+    """Real fork children: the split is the child's seedLength, the parent's side holds
+    exactly its turns from there on."""
+    root = SessionRoot(fixtures_root)
+    root.scan()
+    lineage = root.lineage()
+    pairs = list(lineage.parent_of.items())
+    assert pairs, "the fixtures hold fork children"
+    by_path = {s.path: s for s in root.summaries()}
+    for child, parent in pairs:
+        result = compare(root, by_path[parent], by_path[child])
+        seed = by_path[child].seed_length or 0
+        assert result.ancestor.path == parent
+        assert result.diverged_at == seed
+        parent_turns = root.load(by_path[parent]).timeline.turns
+        assert len(result.left.turns) == sum(1 for t in parent_turns if t.first_seq >= seed)

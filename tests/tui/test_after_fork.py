@@ -1,0 +1,179 @@
+"""Pilot tests for the after-fork keys: c (continue in the agent), y (copy id), o (pager),
+m + d (compare screen), e (export)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from turnline.core.model import SessionHeader
+from turnline.tui import TurnlineApp
+from turnline.tui.screens import CompareScreen, ExportScreen
+
+from ..core.disk_logs import as_events, write_log
+from ..core.rich_logs import forked_pair, rich_turn
+from .conftest import wait_for
+
+SIZE = (120, 36)
+
+
+async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
+    app = pilot.app
+    assert isinstance(app, TurnlineApp)
+    await wait_for(pilot, lambda: app.snapshot is not None)
+    app.open_session(path)
+    await wait_for(
+        pilot, lambda: app.view is not None and app.view.path == path and not app._wanted
+    )
+    await wait_for(pilot, lambda: app.session_tree.highlighted_path == path)
+    await pilot.pause()
+    return app
+
+
+def _suspends(app: TurnlineApp) -> list[str]:
+    """Record suspends (the headless test driver cannot really suspend)."""
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def suspend() -> Iterator[None]:
+        entered.append("in")
+        yield
+        entered.append("out")
+
+    app.suspend = suspend  # type: ignore[method-assign]
+    return entered
+
+
+def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    config = tmp_path / "xdg"
+    (config / "turnline").mkdir(parents=True)
+    (config / "turnline" / "config.toml").write_text(f"[resume]\ncommand = '''{command}'''\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+
+
+async def test_c_runs_the_resume_command_in_the_sessions_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "project dir; x'"
+    work.mkdir()
+    out = tmp_path / "ran.txt"
+    _config(tmp_path, monkeypatch, f"pwd > {out} && printf '%s' {{id}} >> {out}")
+    header = SessionHeader(id="s'; touch pwned", created_at=1, cwd=str(work), delegation_depth=0)
+    log = write_log(tmp_path / "root", header, as_events(rich_turn(0, 1, "hi")))
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, log)
+        entered = _suspends(app)
+        await pilot.press("c")
+        await pilot.pause()
+        assert entered == ["in", "out"]
+    assert out.read_text() == f"{work}\ns'; touch pwned"
+    assert not any(p.name == "pwned" for p in tmp_path.rglob("pwned"))
+
+
+async def test_c_warns_and_runs_here_when_the_cwd_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "ran.txt"
+    _config(tmp_path, monkeypatch, f"pwd > {out}")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    root = forked_pair(tmp_path / "root")  # cwd /home/dev/app does not exist
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("left").path)
+        _suspends(app)
+        await pilot.press("c")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert any("/home/dev/app is gone" in m for m in messages)
+    assert out.read_text() == f"{here}\n"
+
+
+async def test_y_copies_the_id_and_o_opens_the_turn_in_the_pager(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "paged.md"
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f'#!/bin/sh\ncp "$1" {seen}\n')
+    pager.chmod(0o755)
+    monkeypatch.setenv("PAGER", str(pager))
+    root = forked_pair(tmp_path / "root")
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("right").path)
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+        await pilot.press("y")
+        assert copied == ["right"]
+        _suspends(app)
+        app.timeline.focus()
+        app.timeline.move_cursor(row=app.timeline.row_count - 1)
+        await pilot.pause()
+        turn = app.timeline.current_turn
+        assert turn is not None
+        await pilot.press("o")
+        await pilot.pause()
+    text = seen.read_text()
+    assert f"turn {turn.number}" in text and f"answer {turn.number}" in text
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("turnline-turn-*.md"))
+
+
+async def test_m_then_d_opens_the_compare_screen(tmp_path: Path) -> None:
+    root = forked_pair(tmp_path / "root")
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("left").path)
+        await pilot.press("m")
+        app = await opened(pilot, root.resolve("right").path)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        assert screen.comparison.diverged_at == 8
+        assert len(screen.comparison.rows) == 2
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+
+
+async def test_e_exports_and_says_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = forked_pair(tmp_path / "root")
+    monkeypatch.chdir(tmp_path)
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("left").path)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen))
+        await pilot.click("#html")
+        await pilot.pause()
+        await pilot.click("#go")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ExportScreen))
+        messages = [n.message for n in app._notifications]
+        assert any(m == f"wrote {tmp_path / 'left.html'}" for m in messages), messages
+    assert (tmp_path / "left.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def compare_before(root: Any) -> Any:
+    """A `run_before` that marks `left`, compares it with `right`, and moves to row 2."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await opened(pilot, root.resolve("left").path)
+        await pilot.press("m")
+        app = await opened(pilot, root.resolve("right").path)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await pilot.press("down")
+        await pilot.pause()
+
+    return run_before
+
+
+def test_compare_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    root = forked_pair(tmp_path / "root")
+    assert snap_compare(
+        TurnlineApp(tmp_path / "root", tz=UTC),
+        terminal_size=SIZE,
+        run_before=compare_before(root),
+    )

@@ -1,0 +1,195 @@
+"""The app's after-the-fork keys: mark and compare (m, d), export (e), continue in the
+agent (c), copy the id (y), open the turn in $PAGER / $EDITOR (o, O).
+
+A mixin of `TurnlineApp`, kept in its own module so the app's own file changes little.
+Commands run through `App.suspend()`; log text reaches the screen only as rich `Text`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.app import SuspendNotSupported
+from textual.binding import Binding, BindingType
+from turnline.core.compare import CompareError, compare
+from turnline.core.export import ExportError, export, turn_markdown, write_export
+from turnline.core.resume import resume_command
+from turnline.core.summary import SessionSummary
+from turnline.core.textsafe import one_line
+from turnline.core.xdg import ConfigError
+
+from .screens import CompareScreen, ExportRequest, ExportScreen
+
+if TYPE_CHECKING:
+    from .app import TurnlineApp
+
+AFTER_FORK_BINDINGS: list[BindingType] = [
+    Binding("m", "mark", "Mark", show=False),
+    Binding("d", "compare", "Diff", show=False),
+    Binding("e", "export", "Export", show=False),
+    Binding("c", "continue", "Continue", show=False),
+    Binding("y", "copy_id", "Copy id", show=False),
+    Binding("o", "open_turn", "Open turn", show=False),
+    Binding("O", "edit_turn", "Edit turn", show=False),
+]
+
+
+class AfterForkActions:
+    """Actions for the keys above (mixed into `TurnlineApp`)."""
+
+    marked: Path | None = None
+
+    def _app(self) -> TurnlineApp:
+        return self  # type: ignore[return-value]
+
+    def _on_main(self) -> bool:
+        """True when the main screen is on top: these keys never act over a dialog or
+        the command palette (a key that reaches the app while one is opening)."""
+        app = self._app()
+        return len(app.screen_stack) == 1
+
+    def _highlighted(self) -> SessionSummary | None:
+        app = self._app()
+        path = app.session_tree.highlighted_path
+        if path is None or app.snapshot is None:
+            return None
+        return app.snapshot.summaries.get(path)
+
+    def _say(self, message: str, *, title: str, warning: bool = False) -> None:
+        self._app().notify(
+            message, title=title, severity="warning" if warning else "information", markup=False
+        )
+
+    def action_mark(self) -> None:
+        """Mark the highlighted session for `d`."""
+        if not self._on_main():
+            return
+        summary = self._highlighted()
+        if summary is None:
+            self._say("no session is highlighted", title="Mark", warning=True)
+            return
+        self.marked = summary.path
+        self._say(f"marked {one_line(summary.id)}: d on another session compares", title="Mark")
+
+    def action_compare(self) -> None:
+        """Compare the marked session with the highlighted one."""
+        if not self._on_main():
+            return
+        app = self._app()
+        summary = self._highlighted()
+        marked = app.snapshot.summaries.get(self.marked) if self.marked and app.snapshot else None
+        if summary is None or marked is None or app.root is None:
+            self._say("mark a session with m first", title="Compare", warning=True)
+            return
+        try:
+            result = compare(app.root, marked, summary)
+        except CompareError as exc:
+            self._say(exc.message, title="Cannot compare", warning=True)
+            return
+        except OSError as exc:
+            self._say(str(exc), title="Cannot compare", warning=True)
+            return
+        app.push_screen(CompareScreen(result))
+
+    def action_export(self) -> None:
+        """Export the open session: ask for the format and path, say where it wrote."""
+        if not self._on_main():
+            return
+        app = self._app()
+        view = app.view
+        if view is None:
+            self._say("no session is open yet", title="Export", warning=True)
+            return
+        loaded = view.loaded
+
+        def done(request: ExportRequest | None) -> None:
+            if request is None:
+                return
+            target = Path(request.path).expanduser()
+            try:
+                written = write_export(target, export(loaded, request.fmt))
+            except ExportError as exc:
+                self._say(exc.message, title="Export failed", warning=True)
+                return
+            self._say(f"wrote {written.resolve()}", title="Exported")
+
+        app.push_screen(ExportScreen(loaded.summary.id), done)
+
+    def action_continue(self) -> None:
+        """Suspend, run the resume command in the session's cwd, restore and refresh."""
+        if not self._on_main():
+            return
+        app = self._app()
+        summary = self._highlighted()
+        if summary is None:
+            self._say("no session is highlighted", title="Continue", warning=True)
+            return
+        try:
+            command = resume_command(summary)
+        except ConfigError as exc:
+            self._say(exc.message, title="Bad config", warning=True)
+            return
+        cwd = summary.cwd
+        warning = None
+        if not cwd or not os.path.isdir(cwd):
+            warning = (
+                f"the session's cwd {one_line(cwd or '(none)')} is gone: running in {os.getcwd()}"
+            )
+            self._say(warning, title="Continue", warning=True)
+            cwd = os.getcwd()
+        self._run_suspended(["sh", "-c", command], cwd=cwd, warning=warning)
+        app.action_reload()
+
+    def _run_suspended(self, argv: list[str], *, cwd: str, warning: str | None = None) -> None:
+        app = self._app()
+        try:
+            with app.suspend():
+                if warning:
+                    print(f"turnline: {warning}", flush=True)
+                subprocess.run(argv, cwd=cwd, check=False)
+        except OSError as exc:
+            self._say(f"cannot run {one_line(argv[0])}: {exc}", title="Failed", warning=True)
+        except SuspendNotSupported as exc:  # no terminal (e.g. the web driver)
+            self._say(f"cannot suspend here: {exc}", title="Failed", warning=True)
+
+    def action_copy_id(self) -> None:
+        """Copy the highlighted session's id (Textual's clipboard support, OSC 52)."""
+        if not self._on_main():
+            return
+        summary = self._highlighted()
+        if summary is None:
+            self._say("no session is highlighted", title="Copy", warning=True)
+            return
+        self._app().copy_to_clipboard(summary.id)
+        self._say(f"copied {one_line(summary.id)}", title="Copy")
+
+    def action_open_turn(self) -> None:
+        """The highlighted turn as Markdown in $PAGER."""
+        self._open_turn(os.environ.get("PAGER") or "less")
+
+    def action_edit_turn(self) -> None:
+        """The highlighted turn as Markdown in $EDITOR."""
+        self._open_turn(os.environ.get("EDITOR") or os.environ.get("VISUAL") or "vi")
+
+    def _open_turn(self, program: str) -> None:
+        if not self._on_main():
+            return
+        app = self._app()
+        view = app.view
+        turn = app.timeline.current_turn
+        if view is None or turn is None:
+            self._say("no turn is highlighted", title="Open", warning=True)
+            return
+        text = turn_markdown(view.loaded, turn)
+        fd, name = tempfile.mkstemp(prefix="turnline-turn-", suffix=".md")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            self._run_suspended([*shlex.split(program), name], cwd=os.getcwd())
+        finally:
+            os.unlink(name)
