@@ -33,6 +33,7 @@ from turnline.core.root import (
 from turnline.core.store import SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
+from turnline.core.view import OPEN_TURN, SessionView, TurnView
 
 from ._text import line, one_line
 from .commands import TurnlineCommands
@@ -46,7 +47,6 @@ from .messages import (
     RootScanned,
     RootSnapshot,
     SessionLoaded,
-    SessionView,
     TurnEventsRead,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
@@ -82,6 +82,20 @@ def while_shown(handler: _Handler) -> _Handler:
         handler(self, *args)
 
     return cast(_Handler, guarded)
+
+
+def preview_turns(preview: HeadPreview) -> tuple[TurnView, ...]:
+    """A big log's head turns as rows, before the core has judged them (the app refuses
+    every fork while a preview is shown, so no verdict is claimed here)."""
+    return tuple(
+        TurnView(
+            turn,
+            index,
+            False,
+            None if turn.end_seq is not None else OPEN_TURN.format(number=turn.number),
+        )
+        for index, turn in enumerate(preview.timeline.turns)
+    )
 
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
@@ -317,16 +331,15 @@ class TurnlineApp(App[int]):
             self.post_message(IndexProgress(path, fraction))
 
         try:
-            with self._root_lock:
-                loaded = root.load(summary, progress=progress, cancel=cancel)
-                snapshot = snapshot_of(root)
+            # Outside the root lock: watcher batches never wait behind a big log's index.
+            loaded = root.load(summary, progress=progress, cancel=cancel)
         except IndexCancelled:
             return  # the user moved on (or quit): not an error
         if get_current_worker().is_cancelled or cancel.is_set():
             return
-        builder = loaded.timeline_builder()
-        last = loaded.summary.last_seq
-        view = SessionView(loaded, builder, next_seq=last + 1 if last is not None else 0)
+        view = SessionView(loaded)
+        with self._root_lock:
+            snapshot = snapshot_of(root)
         self.post_message(SessionLoaded(view, snapshot))
 
     @work(
@@ -450,22 +463,9 @@ class TurnlineApp(App[int]):
                 self._start_load(view.path, force=True)
                 return
             batches.append(change.events)
-        if self._extend(view, batches):
-            self.timeline.grow(view.builder.snapshot())
+        if view.extend(batches):
+            self.timeline.grow(view.turns)
             self._refresh_bindings()
-
-    @staticmethod
-    def _extend(view: SessionView, batches: list[tuple[SessionEvent, ...]]) -> bool:
-        """Feed appended events the view does not have yet; True if any were new."""
-        grew = False
-        for events in batches:
-            fresh = [e for e in events if e.seq >= view.next_seq]
-            if fresh:
-                view.builder.feed(fresh)
-                view.tail.extend(fresh)
-                view.next_seq = fresh[-1].seq + 1
-                grew = True
-        return grew
 
     @on(RootFailed)
     @while_shown
@@ -518,7 +518,7 @@ class TurnlineApp(App[int]):
             return  # the user moved on before this load finished
         self._wanted = None
         early, self._early = self._early, []
-        self._extend(view, early)
+        view.extend(early)
         same = self.view is not None and self.view.path == view.path
         timeline = self.timeline
         cursor = timeline.current_turn_index if same else None
@@ -531,20 +531,15 @@ class TurnlineApp(App[int]):
         self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
-            for index, turn in enumerate(view.builder.snapshot().turns):
-                if turn.end_seq == seq or (turn.first_seq <= seq and turn.end_seq is None):
-                    cursor = index
-                    break
+            target = view.turn_of_seq(seq)
+            if target is not None:
+                cursor = target.index
         timeline.loading = False
         summary = view.loaded.summary
         title = Text("turns · ", end="")
         title.append_text(line(summary.display_title(), limit=50))
         timeline.border_title = title
-        loaded = view.loaded
-        limit = loaded.contiguous if loaded.contiguous < loaded.summary.events else None
-        timeline.show(
-            view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor, seed_limit=limit
-        )
+        timeline.show(view.turns, self._divider_of(view), cursor_turn=cursor)
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
         self._refresh_bindings()
@@ -565,7 +560,7 @@ class TurnlineApp(App[int]):
         title.append_text(line(preview.timeline.title or preview.path.name, limit=50))
         timeline.border_title = title
         timeline.border_subtitle = "indexing…"
-        timeline.show(preview.timeline, None, cursor_turn=0)
+        timeline.show(preview_turns(preview), None, cursor_turn=0)
         self._refresh_bindings()
 
     def _show_preview_turn(self, preview: HeadPreview, index: int) -> None:
@@ -755,17 +750,10 @@ class TurnlineApp(App[int]):
             return "this session has no turns to fork at"
         if timeline.on_divider:
             return "not a turn boundary: this is the seed divider (Enter jumps to the parent)"
-        turn = timeline.current_turn
+        turn = timeline.current_view
         if turn is None:
             return "no turn is highlighted"
-        if turn.end_seq is None:
-            return f"turn {turn.number} is still open: it has no turn/end yet"
-        if timeline.past_gap(turn):
-            return (
-                f"turn {turn.number} ends past a seq gap (events are contiguous only up to "
-                f"seq {view.loaded.contiguous - 1}): not a valid seed"
-            )
-        return None
+        return turn.refusal
 
     def fork_plan(self) -> ForkPlan | None:
         """The fork the highlighted row offers."""
