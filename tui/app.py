@@ -30,7 +30,7 @@ from turnline.core.root import (
     SessionRoot,
     no_gc,
 )
-from turnline.core.store import SessionForkError
+from turnline.core.store import ForkErrorCode, SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
 from turnline.core.view import OPEN_TURN, SessionView, TurnView
@@ -374,6 +374,12 @@ class TurnlineApp(App[int]):
         if worker.group == "load":
             self.timeline.loading = False
         if isinstance(error, SessionForkError):
+            screen = self.screen
+            if isinstance(screen, ForkScreen):
+                if error.code is ForkErrorCode.SESSION_ALREADY_EXISTS:
+                    screen.show_error(f"{error.code}: {error.message}")
+                    return
+                screen.dismiss(None)
             self.notify(
                 f"{error.code}: {error.message}",
                 title="Fork failed",
@@ -773,11 +779,12 @@ class TurnlineApp(App[int]):
             return
         summary = view.loaded.summary
 
-        def done(request: ForkRequest | None) -> None:
-            if request is not None and self.root is not None:
+        def submit(request: ForkRequest) -> None:
+            if self.root is not None:
                 self._fork(self.root, summary, request)
 
-        self.push_screen(ForkScreen(plan), done)
+        # The dialog stays open until the child is written (or a taken id is changed).
+        self.push_screen(ForkScreen(plan, submit))
 
     def action_explain_fork(self) -> None:
         """Say why the highlighted row cannot be forked."""
@@ -789,8 +796,11 @@ class TurnlineApp(App[int]):
     def _on_forked(self, message: Forked) -> None:
         result = message.result
         self.snapshot = message.snapshot
+        if isinstance(self.screen, ForkScreen):
+            self.screen.dismiss(None)
         child = result.child
-        self.session_tree.show(message.snapshot, select=child.path)
+        # Shown even when an active filter would hide it.
+        self.session_tree.show(message.snapshot, select=child.path, reveal=True)
         self._start_load(child.path)
         self.timeline.focus()
         self.notify(

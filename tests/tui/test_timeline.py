@@ -102,7 +102,7 @@ async def test_click_selects_and_divider_chooses_the_parent(family: Family) -> N
         await pilot.pause()
         assert timeline.row_count == 4 and timeline.turn_index_at(2) is None
         lines = screen_text(app)
-        assert "forked from the parent at seq 9" in lines[3]
+        assert "forked from aaaa1111 at seq 9 · the parent" in lines[3]
         await pilot.click(TurnTimeline, offset=(10, 2))  # header is line 0: row 1
         assert timeline.cursor_row == 1 and timeline.current_turn_index == 1
         assert not any(said[0] == "divider" for said in app.said)

@@ -506,7 +506,14 @@ class TurnTimeline(ScrollView, can_focus=True):
         """
         pad = " " * CELL_PADDING
         text = Text(style=style, no_wrap=True, end="")
-        for cell, cell_width in zip(cells, self._widths(width), strict=True):
+        widths = self._widths(width)
+        if len(cells) == 2:  # the divider: its text spans every column after the turn
+            rest = max(width, self._min_width()) - widths[0] - 4 * CELL_PADDING
+            widths = [widths[0], rest]
+            cells = [cells[0], cells[1].copy()]
+            if cells[1].cell_len + 1 < rest:
+                cells[1].append(" " + "─" * (rest - cells[1].cell_len - 1), style="cyan")
+        for cell, cell_width in zip(cells, widths, strict=True):
             cell = cell.copy()
             cell.truncate(cell_width, overflow="ellipsis")
             cell.align(cell.justify if cell.justify in ("left", "right", "center") else "left",
@@ -565,13 +572,17 @@ class TurnTimeline(ScrollView, can_focus=True):
     def _divider_cells(self) -> list[Text]:
         divider = self._divider
         assert divider is not None
-        text = Text("forked from ", style="bold cyan", no_wrap=True, end="")
-        text.append_text(line(divider.parent_title, style="bold cyan", limit=40))
-        text.append(f" at seq {divider.boundary} ", style="bold cyan")
-        cells = {key: Text("─" * width, style="cyan", end="") for key, _, width in COLUMNS}
-        cells["turn"] = Text("⤴ ───", style="bold cyan", end="")
-        cells["user"] = text
-        return [cells[key] for key, _, _ in COLUMNS]
+        # The seq and the parent's short id come first: a narrow column cuts the title.
+        text = Text(
+            f"forked from {divider.parent_id[:8]} at seq {divider.boundary} · ",
+            style="bold cyan",
+            no_wrap=True,
+            overflow="ellipsis",
+            end="",
+        )
+        text.append_text(line(divider.parent_title, style="bold cyan"))
+        # Two cells: the turn column, then one text across all the others.
+        return [Text("⤴ ───", style="bold cyan", end=""), text]
 
     def _cells(self, view: TurnView) -> list[Text]:
         turn = view.turn
