@@ -71,6 +71,7 @@ def plain_header_values(obj: Any) -> tuple[Any, ...] | None:
         or type(obj.get("id")) is not str
         or obj.get("version", True) != FORMAT_VERSION
         or type(obj["version"]) is not int
+        or type(obj.get("delegationDepth")) is not int
         or not _plain_header(obj)
     ):
         return None
@@ -110,7 +111,8 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
         problems.append(
             LogProblem(
                 ProblemKind.MISSING_VERSION,
-                "the header has no version; read as version 0",
+                "the header has no version; read as version 0 (dsh's current reader "
+                "refuses such a header)",
                 line=1,
             )
         )
@@ -120,6 +122,15 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
                 ProblemKind.FOREIGN_VERSION,
                 f"format version {version!r} is not one this reader knows "
                 f"(it reads {FORMAT_VERSION}); written by a newer harness?",
+                line=1,
+            )
+        )
+    if "delegationDepth" not in obj:
+        problems.append(
+            LogProblem(
+                ProblemKind.LEGACY_HEADER,
+                "the header has no delegationDepth (dsh writes 0 for a top-level "
+                "session); dsh's current reader refuses such a header",
                 line=1,
             )
         )

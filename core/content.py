@@ -11,7 +11,7 @@ a result whose call is not in the events given becomes a `ToolCall` named `?`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -115,6 +115,20 @@ class ToolResult:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: Tools whose `command` argument is a shell command line.
+SHELL_TOOLS: Final = frozenset({"bash", "shell"})
+
+
+@dataclass(frozen=True, slots=True)
+class FileEdit:
+    """An edit call's change: `old` replaced by `new` in `path` (`old` is empty for a
+    whole-file write)."""
+
+    path: str | None
+    old: str
+    new: str
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool invocation and, once it arrived, its result.
@@ -146,6 +160,40 @@ class ToolCall:
     def argument(self, key: str) -> Any:
         """One named argument (None when the arguments are not an object or lack it)."""
         return self.arguments.get(key) if isinstance(self.arguments, dict) else None
+
+    @property
+    def shell_command(self) -> str | None:
+        """The command of a shell call (`bash`, `shell`: a string
+        `command` argument), None for any other call."""
+        if self.name not in SHELL_TOOLS:
+            return None
+        command = self.argument("command")
+        return command if isinstance(command, str) else None
+
+    @property
+    def file_edit(self) -> FileEdit | None:
+        """What an edit call changes (dsh's `edit`, `write`, `str_replace_editor`'s
+        `str_replace`/`create`), None for any other call."""
+        path = self.argument("file_path")
+        if not isinstance(path, str):
+            path = self.argument("path")
+        path = path if isinstance(path, str) else None
+        old, new = self.argument("old_string"), self.argument("new_string")
+        if self.name == "str_replace_editor":
+            command = self.argument("command")
+            if command == "str_replace":
+                old, new = self.argument("old_str"), self.argument("new_str")
+            elif command == "create":
+                old, new = "", self.argument("file_text")
+            else:
+                return None
+        elif self.name == "write":
+            old, new = "", self.argument("content")
+        elif self.name != "edit":
+            return None
+        if not isinstance(old, str) or not isinstance(new, str):
+            return None
+        return FileEdit(path, old, new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,6 +444,19 @@ class _PendingCall:
         )
 
 
+def _seen_message(message: Any, seen: set[str]) -> bool:
+    """True if a message with this one's `id` was shown already (dsh writes a message
+    spliced from the agent's inbox again as a `user/message` with the same id); records
+    the id otherwise."""
+    message_id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(message_id, str):
+        return False
+    if message_id in seen:
+        return True
+    seen.add(message_id)
+    return False
+
+
 def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> list[Block]:
     """A turn's events as blocks, in log order.
 
@@ -408,10 +469,13 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
     calls: dict[str, _PendingCall] = {}
     usage_at: dict[tuple[int | None, int | None], int] = {}  # (turn, step) -> index in out
     current_model = model
+    seen_messages: set[str] = set()
     for event in events:
         etype = event.type
         data = event.data if isinstance(event.data, dict) else {}
         if etype == "user/message":
+            if _seen_message(data, seen_messages):
+                continue  # spliced from the inbox already: the same message, by id
             text = message_text(data)
             kind = message_source_kind(data)
             if kind in (None, "user"):
@@ -421,7 +485,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
         elif etype == "agent/inbox/spliced":
             inserted = data.get("inserted")
             for message in inserted if isinstance(inserted, list) else ():
-                if is_user_input(message):
+                if is_user_input(message) and not _seen_message(message, seen_messages):
                     out.append(UserText(message_text(message), event.seq))
         elif etype == "assistant/message":
             message = data.get("message")
@@ -494,3 +558,83 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
                 usage_at[key] = len(out)
                 out.append(standing)
     return [b.freeze() if isinstance(b, _PendingCall) else b for b in out]
+
+
+# -- bounded text for screens -----------------------------------------------------------
+
+#: A screen shows at most this many characters of one field (a message, a tool's
+#: arguments or result); the rest is counted, never rendered.
+FIELD_LIMIT: Final = 64 * 1024
+#: The raw view shows at most this many events and characters of one turn.
+RAW_EVENTS: Final = 400
+RAW_CHARS: Final = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """A prefix of a field, and how much of it was left off.
+
+    Attributes:
+        text: At most the limit's characters from the start of the field.
+        more: Characters left off (0 when `text` is the whole field).
+    """
+
+    text: str
+    more: int = 0
+
+    @property
+    def cut(self) -> bool:
+        """True when part of the field was left off."""
+        return self.more > 0
+
+
+def bounded(text: str, limit: int = FIELD_LIMIT) -> Bounded:
+    """The first `limit` characters of `text` (a slice: cheap whatever the size)."""
+    if len(text) <= limit:
+        return Bounded(text)
+    return Bounded(text[:limit], len(text) - limit)
+
+
+def size_words(chars: int) -> str:
+    """A count of characters for a reader: `812 characters`, `64 KB`, `9.5 MB`."""
+    if chars < 1024:
+        return f"{chars} character{'s' if chars != 1 else ''}"
+    if chars < 1024 * 1024:
+        return f"{chars / 1024:.0f} KB"
+    return f"{chars / (1024 * 1024):.1f} MB"
+
+
+def _capped(value: Any, limit: int) -> Any:
+    """`value` with every string longer than `limit` cut to a prefix and a note."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"{value[:limit]}… {size_words(len(value) - limit)} more"
+    if isinstance(value, dict):
+        return {key: _capped(item, limit) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_capped(item, limit) for item in value]
+    return value
+
+
+def raw_events_text(
+    events: Sequence[SessionEvent],
+    *,
+    max_events: int = RAW_EVENTS,
+    max_chars: int = RAW_CHARS,
+    field_limit: int = FIELD_LIMIT,
+) -> str:
+    """The events as indented JSON for the raw view, bounded: each string field is cut
+    to `field_limit` characters (with a note of what was left off), and the output
+    stops after `max_events` events or once it passes `max_chars` characters."""
+    out: list[str] = []
+    size = 0
+    for count, event in enumerate(events):
+        if count >= max_events or size > max_chars:
+            rest = len(events) - count
+            out.append(f"… {rest} more event{'s' if rest != 1 else ''} not shown")
+            break
+        chunk = pretty_json(_capped(event.to_json_dict(), field_limit))
+        size += len(chunk)
+        out.append(chunk)
+    return "\n".join(out)

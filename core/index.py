@@ -37,13 +37,14 @@ from __future__ import annotations
 import bisect
 import copy
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, Final, overload
+from typing import Final, overload
 
 import orjson
 import zstandard
@@ -60,30 +61,39 @@ from .logfile import (
     turn_end_problem,
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .parallel import abandon, child_reply, fork_child, usable_cores, write_all
-from .summary import SessionSummary, from_contents, valid_utf8
+from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
+from .records import (
+    MAX_HEADER_LINE,
+    MAX_SEQ_PROBLEMS,
+    TURN_END_LINE,
+    TURN_END_OVERLAP,
+    HeadError,
+    RecordHead,
+    decode_head,
+    has_turn_end,
+    loads,
+    packed_members,
+    record_last_time,
+    seq_step,
+)
+from .records import ZSTD_INDEX_THRESHOLD as ZSTD_INDEX_THRESHOLD  # re-exported
+from .summary import SessionSummary, activity_of, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
-#: Logs at least this big are indexed instead of read whole (see `SessionRoot.load`).
-INDEX_THRESHOLD: Final = 8 << 20
-#: A zstd log is indexed from this compressed size (dsh's text compresses about 4:1).
-ZSTD_INDEX_THRESHOLD: Final = INDEX_THRESHOLD // 4
 #: Bytes of whole lines handled per batch (bounded memory; progress granularity).
 BLOCK_SIZE: Final = 8 << 20
 #: At most this many bytes between two anchors, so a range read stays small.
 ANCHOR_SPACING: Final = 256 << 10
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
-#: How many seq problems one log reports before it only counts them (as LogReader).
-MAX_SEQ_PROBLEMS: Final = 20
 
-_RECORD: Final = re.compile(rb'\}\n\{"type":"([^"\\\n]*)","seq(0?)":(0|[1-9][0-9]*)[,}]')
-_TURN_END_MARK: Final = b'"type":"turn/end"'
-_TURN_END_LINE: Final = b'{"type":"turn/end"'
-_STRUCTURAL: Final = frozenset(t.encode() for t in TIMELINE_TYPES)
-_PACKED: Final = frozenset(t.encode() for t in PACKED_TAGS)
-_SPECIAL: Final = _STRUCTURAL | _PACKED
-_TURN_TYPES: Final = frozenset((b"turn/start", b"turn/end"))
+_STRUCTURAL_STR: Final = frozenset(TIMELINE_TYPES)
+_PACKED_STR: Final = frozenset(PACKED_TAGS)
+_SPECIAL: Final = _STRUCTURAL_STR | _PACKED_STR
+_TURN_TYPES_STR: Final = frozenset(("turn/start", "turn/end"))
+_TYPE: Final = attrgetter("type")
+_SEQ: Final = attrgetter("seq")
+_PLUS_ONE: Final = (1).__add__
 
 
 def worth_indexing(path: Path) -> bool:
@@ -176,6 +186,8 @@ class _Indexer:
         self.stopped = False
         self.batch_file_start = 0  # zstd: compressed offset of the batch's first frame
         self._first_seq: int | None = None  # first seq of the line last decoded
+        self.last_line: bytes | None = None  # the last non-blank record line consumed
+        self._ended = False  # the line last decoded ends with a turn/end event
         self._frame_hint: tuple[list[_Frame] | None, int] = (None, 0)  # see `_line_no`
         self._last_report = time.monotonic()
         self._size = 1
@@ -194,18 +206,13 @@ class _Indexer:
     # -- seq bookkeeping (LogReader._check_seq, for a run of consecutive seqs) -------
 
     def _check_run(self, seq: int, n: int, line: int) -> None:
-        expected = self.event_count
         prev = self.last_seq
-        self.event_count = expected + n
-        self.last_seq = seq + n - 1
         if prev is not None and seq <= prev:
             self.increasing = False
-        if seq == expected and self.contiguous == expected:
-            self.contiguous = expected + n
-            return
-        if prev is not None and seq == prev + 1:
-            return
-        if prev is None and seq == expected:
+        self.contiguous, broken = seq_step(self.event_count, self.contiguous, prev, seq, n)
+        self.event_count += n
+        self.last_seq = seq + n - 1
+        if not broken:
             return
         self.seq_problems += 1
         if self.seq_problems > MAX_SEQ_PROBLEMS:
@@ -230,7 +237,7 @@ class _Indexer:
         if not line.strip():
             return None
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError as exc:
             return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
         try:
@@ -260,16 +267,166 @@ class _Indexer:
         """
         if self.utf8 and not valid_utf8(block):
             self.utf8 = False
-        buf = b"}\n" + block  # sentinel: the first line is preceded by "}\n" too
-        if block.endswith(b"}\n"):
-            found = list(_RECORD.finditer(buf))
-            # Every line has the record shape iff there are as many matches as lines.
-            if len(found) == block.count(b"\n"):
-                halt = self._consume_matches(found, buf, base, frames, 0, 0)
-                if halt is None:
-                    self._advance(len(block), len(found), frames)
-                return halt
-        return self._consume_slow(block, base, frames)
+        halt = self._consume(block, base, frames)
+        self._note_last(block, len(block) if halt is None else halt.at)
+        return halt
+
+    def _consume(self, block: bytes, base: int, frames: list[_Frame] | None) -> _Halt | None:
+        lines = block.split(b"\n")
+        lines.pop()  # the block ends with a newline
+        try:
+            # Every line is one JSON value with a string type and integer seqs: the
+            # common case, checked in C (msgspec) line by line without a Python loop.
+            heads = list(map(decode_head, lines))
+        except HeadError:
+            heads = None  # some line is blank, odd or broken: see `_consume_lines`
+        halt = self._consume_lines(lines, heads, base, frames)
+        if halt is None:
+            self._advance(len(block), len(lines), frames)
+        return halt
+
+    def _line_starts(self, lines: list[bytes]) -> list[int]:
+        """Block offset of each line's start, and the block's length last."""
+        return [0, *accumulate(map(_PLUS_ONE, map(len, lines)))]
+
+    def _consume_lines(
+        self,
+        lines: list[bytes],
+        heads: list[RecordHead] | None,
+        base: int,
+        frames: list[_Frame] | None,
+    ) -> _Halt | None:
+        """Index the batch's lines. `heads` are their decoded `RecordHead`s, or None
+        when some line did not decode into one (then each line is decoded alone)."""
+        n = len(lines)
+        starts = self._line_starts(lines)
+        raw = frames is None
+        if heads is not None:
+            types = list(map(_TYPE, heads))
+            seqs = list(map(_SEQ, heads))
+            # The lines that need more than a seq check: structural events (the
+            # timeline's), packed rows (their members are counted) and any line
+            # without a plain seq. The others are checked run by run.
+            odd = [
+                i
+                for i, t, q in zip(range(n), types, seqs, strict=True)
+                if q is None or t in _SPECIAL
+            ]
+        else:
+            types, seqs, odd = [], [], list(range(n))
+        next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
+        prev = 0
+        for i in (*odd, n):
+            if i > prev:
+                next_anchor = self._plain_run(seqs, prev, i, starts, base, raw, next_anchor, frames)
+            if i == n:
+                break
+            prev = i + 1
+            line = lines[i]
+            at = starts[i]
+            line_no = self._line_no(i, frames)
+            head = heads[i] if heads is not None else None
+            if head is None:
+                if not line.strip():
+                    continue  # a blank line: LogReader skips it
+                try:
+                    head = decode_head(line)
+                except HeadError:
+                    head = None
+            if head is not None and head.seq0 is not None and head.type in _PACKED_STR:
+                stop = self._packed(line, line_no, head.type)
+            elif head is not None and head.type not in _STRUCTURAL_STR:
+                # A plain event alone (a batch with an odd line in it).
+                if head.seq is None:
+                    stop = self._decoded(self._full_line(line, line_no), line_no)
+                else:
+                    self._first_seq = head.seq
+                    self._check_run(head.seq, 1, line_no)
+                    stop = None
+                    if raw and base + at >= next_anchor:
+                        self._anchor(head.seq, base + at, 0)
+                        next_anchor = base + at + ANCHOR_SPACING
+                    continue
+            else:
+                stop = self._decoded(self._full_line(line, line_no), line_no)
+            if stop is not None:
+                return _Halt(at, i, stop)
+            if self._first_seq is None:
+                continue
+            kind = head.type if head is not None else None
+            if kind in _TURN_TYPES_STR or (raw and base + at >= next_anchor):
+                self._anchor_line(base, at, frames, i)
+                if raw:
+                    next_anchor = base + at + ANCHOR_SPACING
+            if raw and self._ended and line.startswith(TURN_END_LINE):
+                self._turn_end_offset(base + starts[i + 1])
+        return None
+
+    def _plain_run(
+        self,
+        seqs: list[int | None],
+        lo: int,
+        hi: int,
+        starts: list[int],
+        base: int,
+        raw: bool,
+        next_anchor: int,
+        frames: list[_Frame] | None,
+    ) -> int:
+        """Check the seqs of the plain lines `lo` to `hi` (exclusive), one event each;
+        anchor a raw log's lines every `ANCHOR_SPACING` bytes. Returns the next anchor
+        position."""
+        count = self.event_count
+        n = hi - lo
+        run = seqs[lo:hi]
+        if run[0] == count and self.contiguous == count and run == list(range(count, count + n)):
+            self.event_count = self.contiguous = count + n
+            self.last_seq = count + n - 1
+        elif (
+            self.last_seq is not None
+            and run[0] == self.last_seq + 1
+            and run == list(range(run[0], run[0] + n))
+        ):
+            self.event_count = count + n  # still consecutive after an earlier break
+            self.last_seq = run[-1]
+        else:
+            for k in range(lo, hi):
+                seq = seqs[k]
+                assert seq is not None
+                self._check_run(seq, 1, self._line_no(k, frames))
+        if raw:
+            while True:
+                target = next_anchor - base
+                k = bisect.bisect_left(starts, target, lo, hi)
+                if k >= hi:
+                    break
+                seq = seqs[k]
+                assert seq is not None
+                self._anchor(seq, base + starts[k], 0)
+                next_anchor = base + starts[k] + ANCHOR_SPACING
+                lo = k + 1
+        return next_anchor
+
+    def _note_last(self, block: bytes, end: int) -> None:
+        """Keep the last non-blank line of `block[:end]` (whole lines consumed): the
+        log's last event is in it, for `SessionSummary.last_activity`."""
+        while end > 0:
+            start = block.rfind(b"\n", 0, end - 1) + 1
+            line = block[start : end - 1]
+            if line.strip():
+                self.last_line = line
+                return
+            end = start
+
+    @property
+    def last_time(self) -> float | None:
+        """Epoch ms of the last event consumed, None if there is none."""
+        if not self.event_count or self.last_line is None:
+            return None
+        try:
+            return record_last_time(loads(self.last_line))
+        except orjson.JSONDecodeError:
+            return None
 
     def _line_no(self, index: int, frames: list[_Frame] | None) -> int:
         """LogReader's line number of the batch's line `index` (0-based)."""
@@ -286,63 +443,6 @@ class _Indexer:
         self._frame_hint = (frames, k)
         frame = frames[k]
         return frame.line_base + (index - frame.first_line) + 1
-
-    def _consume_matches(
-        self,
-        found: list[re.Match[bytes]],
-        buf: bytes,
-        base: int,
-        frames: list[_Frame] | None,
-        index0: int,
-        off0: int,
-    ) -> _Halt | None:
-        """The lines whose record shape `found` proved.
-
-        `buf` is `"}\\n"` + lines; its lines start at block offset `off0` and are the
-        batch's lines `index0`, `index0 + 1`, ...
-        """
-        special = _SPECIAL
-        raw = frames is None
-        next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
-        count, contiguous, last = self.event_count, self.contiguous, self.last_seq
-        for i, match in enumerate(found):
-            typ, zero, digits = match.groups()
-            if not zero and typ not in special:
-                seq = int(digits)
-                if seq == count and contiguous == count:
-                    contiguous += 1
-                    count += 1
-                    last = seq
-                else:
-                    self.event_count, self.contiguous, self.last_seq = count, contiguous, last
-                    self._check_run(seq, 1, self._line_no(index0 + i, frames))
-                    count, contiguous, last = self.event_count, self.contiguous, self.last_seq
-                if raw and not i & 63 and base + off0 + match.start() >= next_anchor:
-                    pos = base + off0 + match.start()
-                    self._anchor(seq, pos, 0)
-                    next_anchor = pos + ANCHOR_SPACING
-                continue
-            self.event_count, self.contiguous, self.last_seq = count, contiguous, last
-            start = match.start() + 2
-            end = buf.find(b"\n", start) + 1
-            line = buf[start : end - 1]
-            at = off0 + start - 2  # the line's offset in the block
-            line_no = self._line_no(index0 + i, frames)
-            if zero and typ in _PACKED:
-                stop = self._packed(line, line_no)
-            else:
-                stop = self._decoded(self._full_line(line, line_no), line_no)
-            if stop is not None:
-                return _Halt(at, index0 + i, stop)
-            if typ in _TURN_TYPES or (raw and base + at >= next_anchor):
-                self._anchor_line(base, at, frames, index0 + i)
-                if raw:
-                    next_anchor = base + at + ANCHOR_SPACING
-            if raw and line.startswith(_TURN_END_LINE):
-                self._turn_end_offset(base + off0 + end - 2)
-            count, contiguous, last = self.event_count, self.contiguous, self.last_seq
-        self.event_count, self.contiguous, self.last_seq = count, contiguous, last
-        return None
 
     def _advance(self, size: int, lines: int, frames: list[_Frame] | None) -> None:
         if frames is None:
@@ -369,9 +469,15 @@ class _Indexer:
         if self.last_seq is not None:
             self.end_offsets[self.last_seq] = end
 
-    def _packed(self, line: bytes, line_no: int) -> _Stop | None:
+    def _packed(self, line: bytes, line_no: int, tag: str) -> _Stop | None:
+        quick = packed_members(line, tag)
+        if quick is not None:
+            self._first_seq = quick[0]
+            self._ended = False
+            self._check_run(quick[0], quick[1], line_no)
+            return None
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError as exc:
             return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
         n = packed_count(obj)
@@ -383,6 +489,7 @@ class _Indexer:
             return self._decoded(events, line_no)
         seq0 = obj["seq0"]
         self._first_seq = seq0
+        self._ended = False
         self._check_run(seq0, n, line_no)
         return None
 
@@ -394,37 +501,9 @@ class _Indexer:
             self._first_seq = None
             return None
         self._first_seq = result[0].seq
+        self._ended = result[-1].type == TURN_END
         self._check_events(result, line_no)
         self.builder.feed(result)
-        return None
-
-    def _consume_slow(self, block: bytes, base: int, frames: list[_Frame] | None) -> _Halt | None:
-        """Line by line: a batch with a blank, odd or broken line in it."""
-        pos = 0
-        index = 0
-        raw = frames is None
-        while pos < len(block):
-            end = block.find(b"\n", pos) + 1
-            one = b"}\n" + block[pos:end]
-            match = _RECORD.match(one)
-            if match is not None and one.endswith(b"}\n"):
-                halt = self._consume_matches([match], one, base, frames, index, pos)
-                if halt is not None:
-                    return halt
-            else:
-                line = block[pos : end - 1]
-                line_no = self._line_no(index, frames)
-                result = self._full_line(line, line_no)
-                stop = self._decoded(result, line_no)
-                if stop is not None:
-                    return _Halt(pos, index, stop)
-                if isinstance(result, list) and result:
-                    self._anchor_line(base, pos, frames, index)
-                    if raw and line.startswith(_TURN_END_LINE) and result[-1].type == TURN_END:
-                        self._turn_end_offset(base + end)
-            pos = end
-            index += 1
-        self._advance(len(block), index, frames)
         return None
 
     # -- stopping (LogReader._stop_at / _classify_stuck) ------------------------------
@@ -460,7 +539,7 @@ class _Indexer:
         """LogReader._consume_header: False if the log cannot be read as a session."""
         self.line += 1
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError:
             obj = None
         header, problems = parse_header(obj)
@@ -483,12 +562,12 @@ class _Indexer:
 def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
     """True if the file from `start` holds a `turn/end` record marker."""
     pos = start
-    overlap = len(_TURN_END_MARK) - 1
+    overlap = TURN_END_OVERLAP
     while pos < size:
         chunk = os.pread(fd, BLOCK_SIZE, pos)
         if not chunk:
             return False
-        if _TURN_END_MARK in chunk:
+        if has_turn_end(chunk):
             return True
         if len(chunk) <= overlap:
             return False
@@ -498,13 +577,12 @@ def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
 
 def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
     ix._size = max(size, 1)
-    first = b""
-    while True:
-        more = os.pread(fd, 1 << 16, len(first))
-        first += more
-        nl = first.find(b"\n")
-        if nl >= 0 or not more:
-            break
+    # At most a header's worth (see `records.MAX_HEADER_LINE`): a longer first line
+    # is a bad header, which the full reader names (`_from_full_read`).
+    first = _pread_all(fd, min(size, MAX_HEADER_LINE + 1), 0)
+    nl = first.find(b"\n")
+    if nl < 0 and len(first) > MAX_HEADER_LINE:
+        return
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return
@@ -532,9 +610,23 @@ def _index_raw_lines(
         end = chunk.rfind(b"\n") + 1
         if end == 0:
             if pos + len(chunk) < size:
-                # A single line longer than a block: read until its newline.
-                chunk = _read_line(fd, pos, size)
-                end = chunk.rfind(b"\n") + 1
+                # A single line longer than a block: find its end in bounded windows,
+                # and read it whole only if its first block could begin a record
+                # (a run of NULs after a crash, or other junk, is not held in memory).
+                line_end = _find_newline(fd, pos + len(chunk), end_at)
+                if line_end < 0:
+                    ix.set_tail(torn_line_message(size - pos))
+                    return
+                why = _prefix_error(chunk)
+                if why is not None:
+                    bad_line = ix.line + 1
+                    rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
+                    ix.offset = pos
+                    stop = _Stop(f"line {bad_line} is not valid JSON ({why})", ProblemKind.CORRUPT)
+                    ix.stop(stop, bad_line, rest)
+                    return
+                chunk = _pread_all(fd, line_end + 1 - pos, pos)
+                end = len(chunk)
             if end == 0:
                 ix.set_tail(torn_line_message(len(chunk)))
                 return
@@ -556,176 +648,46 @@ def _index_raw_lines(
         ix.set_tail(torn_line_message(size - pos))
 
 
-# -- a big raw log on two cores ------------------------------------------------------
-
-#: Raw logs from this size are indexed in two halves at once, when two cores are free.
-SPLIT_THRESHOLD: Final = 32 << 20
-
-
-def _split_point(fd: int, start: int, size: int) -> tuple[int, int] | None:
-    """(offset just past the first `turn/end` line at or after `start`, that line's
-    seq), or None if there is none (as dsh writes one) or it does not decode."""
-    pos = start
-    while pos < size:
-        chunk = os.pread(fd, 1 << 20, pos)
-        if not chunk:
-            return None
-        k = chunk.find(b"\n" + _TURN_END_LINE)
-        if k >= 0:
-            data = _read_line(fd, pos + k + 1, size)  # from the line's start, past its end
-            nl = data.find(b"\n")
-            if nl < 0:
-                return None
-            line = data[: nl + 1]
-            try:
-                seq = orjson.loads(line).get("seq")
-            except (orjson.JSONDecodeError, AttributeError):
-                return None
-            if type(seq) is not int:
-                return None
-            return pos + k + 1 + len(line), seq
-        pos += max(len(chunk) - len(_TURN_END_LINE), 1)
-    return None
-
-
-def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
-    """Index a big raw log with a forked child taking the second half; False (having
-    read only the header) when the log is not split (then index it serially).
-
-    The child starts after a `turn/end` line past the middle, assuming the first half
-    is clean: the seq after that line comes next and no turn is open. The halves are
-    joined only when both are free of problems and the first half ends exactly as the
-    child assumed; in every other case `_index_raw_split` reports failure and the
-    caller indexes the whole log serially, so the result is always the serial one.
-    """
-    import pickle  # only big logs need it: not at every start
-
-    if usable_cores() < 2 or size < SPLIT_THRESHOLD:
-        return False
-    first = os.pread(fd, 1 << 16, 0)
-    nl = first.find(b"\n")
-    if nl < 0:
-        return False
-    found = _split_point(fd, size // 2, size)
-    if found is None or found[0] >= size:
-        return False
-    split, end_seq = found
-    later = _second_half(ix, first[:nl], split, end_seq)
-    if later is None:
-        return False
-    header_problems = list(later.problems)  # e.g. a missing version: both halves have them
-
-    def work(out: int) -> None:  # in the child: index the second half, send its state
-        _index_raw_lines(later, fd, split, size)
-        write_all(out, pickle.dumps(_half_state(later), protocol=pickle.HIGHEST_PROTOCOL))
-
-    child = fork_child(work)
-    if child is None:
-        return False
-    try:
-        if not ix.take_header(first[:nl]):
-            abandon(*child)
-            return False
-        ix.offset = nl + 1
-        ix._size = max(split, 1)
-        _index_raw_lines(ix, fd, nl + 1, size, limit=split)
-    except BaseException:  # cancelled (or worse): the child is not waited for
-        abandon(*child)
-        raise
-    state = _collect_half(*child)
-    return _join(ix, state, split, end_seq, header_problems)
-
-
-def _second_half(ix: _Indexer, header_line: bytes, split: int, end_seq: int) -> _Indexer | None:
-    """An indexer for the records from `split` on, set as a clean first half ending with
-    the `turn/end` of seq `end_seq` would leave it; None if the header does not parse."""
-    later = _Indexer(ix.path, None, None, ix.block_size)
-    if not later.take_header(header_line):
-        return None
-    later.offset = split
-    later.line = 0  # its lines are counted from the split (the header was counted here)
-    later.event_count = later.contiguous = end_seq + 1
-    later.last_seq = end_seq
-    later.builder = later.builder.starting_at(end_seq + 1)
-    return later
-
-
-def _join(
-    ix: _Indexer,
-    state: tuple[Any, ...] | None,
-    split: int,
-    end_seq: int,
-    header_problems: list[LogProblem],
-) -> bool:
-    """Take the second half's state into `ix` (the first half, read up to `split`),
-    if the two meet exactly: both free of problems beyond the header's, and the
-    first half ending where the second assumed (seq `end_seq` last, no turn open)."""
-    clean = (
-        state is not None
-        and ix.problems == header_problems
-        and not ix.stopped
-        and ix.tail_problem is None
-        and ix.offset == split
-        and (ix.event_count, ix.contiguous, ix.last_seq) == (end_seq + 1, end_seq + 1, end_seq)
-    )
-    if not clean or state is None:
-        return False
-    later_builder, counts, anchors, end_offsets, flags, tail, problems, stopped = state
-    if problems != header_problems or stopped or not ix.builder.continue_with(later_builder):
-        return False
-    ix.event_count, ix.contiguous, ix.last_seq, ix.offset, lines = counts
-    ix.anchor_seqs.extend(anchors[0])
-    ix.anchor_pos.extend(anchors[1])
-    ix.anchor_skip.extend(anchors[2])
-    ix.end_offsets.update(end_offsets)
-    ix.increasing = ix.increasing and flags[0]
-    ix.utf8 = ix.utf8 and flags[1]
-    if tail is not None:
-        tail = LogProblem(tail.kind, tail.message, seq=tail.seq, line=tail.line + ix.line)
-    ix.tail_problem = tail
-    ix.line += lines
-    return True
-
-
-def _half_state(ix: _Indexer) -> tuple[Any, ...]:
-    """What the parent needs of a child's `_Indexer` (picklable)."""
-    return (
-        ix.builder,
-        (ix.event_count, ix.contiguous, ix.last_seq, ix.offset, ix.line),
-        (ix.anchor_seqs, ix.anchor_pos, ix.anchor_skip),
-        ix.end_offsets,
-        (ix.increasing, ix.utf8),
-        ix.tail_problem,
-        ix.problems,
-        ix.stopped,
-    )
-
-
-def _collect_half(pid: int, fd: int, expect: int | None = 8) -> tuple[Any, ...] | None:
-    """The child's reply (a tuple of `expect` items), or None if it did not deliver it."""
-    import pickle  # only big logs need it: not at every start
-
-    reply = child_reply(pid, fd)
-    if reply is None:
-        return None
-    try:
-        state = pickle.loads(reply)
-    except Exception:  # a reply that does not load: index serially instead
-        return None
-    return state if isinstance(state, tuple) and len(state) == expect else None
-
-
-def _read_line(fd: int, pos: int, size: int) -> bytes:
+def _pread_all(fd: int, n: int, pos: int) -> bytes:
+    """`n` bytes from `pos` (fewer only at the end of the file)."""
     parts: list[bytes] = []
-    while pos < size:
-        chunk = os.pread(fd, BLOCK_SIZE, pos)
+    while n > 0:
+        chunk = os.pread(fd, min(n, BLOCK_SIZE), pos)
         if not chunk:
             break
         parts.append(chunk)
         pos += len(chunk)
-        if b"\n" in chunk:
-            break
+        n -= len(chunk)
     return b"".join(parts)
+
+
+def _find_newline(fd: int, pos: int, end: int) -> int:
+    """File offset of the first newline in `[pos, end)`, -1 if none (bounded reads)."""
+    while pos < end:
+        chunk = os.pread(fd, min(BLOCK_SIZE, end - pos), pos)
+        if not chunk:
+            return -1
+        k = chunk.find(b"\n")
+        if k >= 0:
+            return pos + k
+        pos += len(chunk)
+    return -1
+
+
+def _prefix_error(prefix: bytes) -> str | None:
+    """The error orjson gives for any line that starts with `prefix`, when the prefix
+    alone proves it (an error well before the prefix ends, which no later byte can
+    undo); None when the whole line must be decoded to tell."""
+    try:
+        orjson.loads(prefix)
+    except orjson.JSONDecodeError as exc:
+        why = str(exc)
+        chars = len(prefix.decode("utf-8", "ignore"))  # orjson counts characters
+        if exc.pos < chars - 8 and not any(
+            word in why for word in ("end of data", "UTF-8", "surrogate", "infinity", "depth")
+        ):
+            return why
+    return None
 
 
 class _FrameReader:
@@ -770,21 +732,14 @@ class _FrameReader:
             window = min(window * 2, 1 << 22)
 
 
-def _index_zstd(
-    ix: _Indexer, fd: int, size: int, *, start: int = 0, split_at: int | None = None
-) -> tuple[int, int] | None:
-    """Index a zstd log's frames from compressed offset `start` (0: the header frame).
-
-    With `split_at`, stop after the first frame that ends at or past it with a
-    `turn/end` line (see `_zstd_split`) and return (where it ends, that line's seq);
-    otherwise (and if reading stops before) return None.
-    """
-    ix._size = max(size if split_at is None else split_at, 1)  # progress: of this half
+def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
+    """Index a zstd log's frames, the header frame first."""
+    ix._size = max(size, 1)
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return None
     reader = _FrameReader(fd, size)
-    pos = start
+    pos = 0
     batch: list[bytes] = []
     frames: list[_Frame] = []
     batch_lines = batch_bytes = 0
@@ -802,7 +757,7 @@ def _index_zstd(
             bad_line = frame.line_base + halt.index - frame.first_line + 1
             line_end = block.find(b"\n", halt.at) + 1
             # LogReader's "rest": the frame's later lines, then the compressed bytes after it.
-            rest = _TURN_END_MARK in block[line_end : frame.content_end]
+            rest = has_turn_end(block, line_end, frame.content_end)
             if not rest:
                 rest = _scan_rest_for_turn_end(fd, frame.file_end, size)
             ix.offset = frames[k - 1].file_end if k else ix.batch_file_start
@@ -859,136 +814,11 @@ def _index_zstd(
         batch_bytes += len(content)
         line_base += 1
         pos += used
-        if split_at is not None and split_at <= pos < size:
-            seq = _turn_end_seq_at_end(content)
-            if seq is not None:
-                return (pos, seq) if flush() else None
         if batch_bytes >= ix.block_size and not flush():
             return None
     if flush():
         ix.set_tail(None)
     return None
-
-
-def _turn_end_seq_at_end(content: bytes) -> int | None:
-    """The seq of `content`'s last line if it is a `turn/end` record (as dsh writes one)."""
-    last = content[content.rfind(b"\n", 0, len(content) - 1) + 1 :]
-    if not last.startswith(_TURN_END_LINE):
-        return None
-    try:
-        seq = orjson.loads(last).get("seq")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return seq if type(seq) is int else None
-
-
-_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-
-
-def _frame_end(reader: _FrameReader, pos: int) -> int | None:
-    """Where the zstd frame at `pos` ends, from its frame and block headers (nothing
-    decompressed); None if the bytes there are not a whole plain zstd frame."""
-    head = reader._ensure(pos, 18)
-    if len(head) < 6 or bytes(head[:4]) != _ZSTD_MAGIC:
-        return None
-    try:
-        at = pos + zstandard.frame_header_size(bytes(head[:18]))
-    except zstandard.ZstdError:
-        return None
-    checksum = 4 if head[4] & 0x04 else 0
-    while True:
-        block = reader._ensure(at, 3)
-        if len(block) < 3:
-            return None
-        h = block[0] | block[1] << 8 | block[2] << 16
-        kind, length = (h >> 1) & 3, h >> 3
-        if kind == 3:
-            return None
-        at += 3 + (1 if kind == 1 else length)
-        if h & 1:
-            end = at + checksum
-            return end if end <= reader.size else None
-
-
-def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, bytes] | None:
-    """Where `_index_zstd(split_at=...)` stops, found without indexing: frames before
-    the middle are skipped by their headers, the ones after decoded until one ends
-    with a turn/end. (offset, that line's seq, the header line), or None."""
-    reader = _FrameReader(fd, size)
-    pos = 0
-    header: bytes | None = None
-    while pos < size:
-        if header is not None:
-            end = _frame_end(reader, pos)
-            if end is None:
-                return None
-            if end < split_at:
-                pos = end
-                continue
-        got = reader.frame(pos)
-        if got is None or isinstance(got, str):
-            return None
-        content, used = got
-        pos += used
-        if header is None:
-            if content:
-                nl = content.find(b"\n")
-                if nl < 0:
-                    return None
-                header = content[:nl]
-            continue
-        if split_at <= pos < size:
-            seq = _turn_end_seq_at_end(content)
-            if seq is not None:
-                return pos, seq, header
-    return None
-
-
-#: zstd logs from this compressed size are indexed in two halves at once.
-ZSTD_SPLIT_THRESHOLD: Final = SPLIT_THRESHOLD // 4
-
-
-def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
-    """`_index_raw_split` for a zstd log: True when `ix` holds the whole result.
-
-    The parent indexes frames until the first frame past the middle that ends with a
-    `turn/end`; the child finds that same frame by decoding (not indexing) the first
-    half, and indexes from there. If the parent never gets there (no such frame, or
-    it stopped at a problem) it simply read the whole log: its result stands.
-    """
-    import pickle  # only big logs need it: not at every start
-
-    if usable_cores() < 2 or size < ZSTD_SPLIT_THRESHOLD:
-        return False
-    split_at = size // 2
-
-    def work(out: int) -> None:  # in the child: find the split, index the rest, send it
-        reply: tuple[Any, ...] | None = None
-        found = _zstd_split_point(fd, size, split_at)
-        if found is not None:
-            split, end_seq, header_line = found
-            later = _second_half(ix, header_line, split, end_seq)
-            if later is not None:
-                header_problems = list(later.problems)
-                _index_zstd(later, fd, size, start=split)
-                reply = (split, header_problems, _half_state(later))
-        write_all(out, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
-
-    child = fork_child(work)
-    if child is None:
-        return False
-    try:
-        stopped_at = _index_zstd(ix, fd, size, split_at=split_at)
-    except BaseException:  # cancelled (or worse): the child is not waited for
-        abandon(*child)
-        raise
-    if stopped_at is None:
-        abandon(*child)
-        return True  # no split on the way: this is the serial result
-    reply = _collect_half(*child, expect=3)
-    if reply is None or reply[0] != stopped_at[0]:
-        return False
-    return _join(ix, reply[2], stopped_at[0], stopped_at[1], reply[1])
 
 
 # -- the result ----------------------------------------------------------------------
@@ -1096,7 +926,7 @@ class IndexedSession:
             if not line.strip():
                 continue
             try:
-                events = expand_record(orjson.loads(line))
+                events = expand_record(loads(line))
             except (orjson.JSONDecodeError, RecordError):
                 break
             if everything:
@@ -1234,13 +1064,10 @@ def index_log(
         try:
             st = os.fstat(fd)
             mtime = st.st_mtime
-            split = _index_zstd_split if ix.encoding is Encoding.ZSTD else _index_raw_split
-            if not split(ix, fd, st.st_size):
-                ix = _Indexer(path, progress, cancel, block_size)  # (a split may have begun)
-                if ix.encoding is Encoding.ZSTD:
-                    _index_zstd(ix, fd, st.st_size)
-                else:
-                    _index_raw(ix, fd, st.st_size)
+            if ix.encoding is Encoding.ZSTD:
+                _index_zstd(ix, fd, st.st_size)
+            else:
+                _index_raw(ix, fd, st.st_size)
         except OSError as exc:
             ix.problems.append(
                 LogProblem(
@@ -1314,6 +1141,7 @@ def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> I
         problems=problems,
         size=ix.offset,
         mtime=mtime,
+        last_activity=None if ix.last_time is None else activity_of(ix.last_time),
     )
     data_start = 0
     if header is not None:

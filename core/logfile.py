@@ -7,6 +7,7 @@ frames) are consumed, so a writer appending at the same time is never half-read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,13 +19,23 @@ import zstandard
 
 from .codec import RecordError, expand_record, parse_header
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .records import (
+    MAX_HEADER_LINE,
+    TURN_END_LINE,
+    has_reason_kind,
+    has_turn_end,
+    loads,
+    long_header_message,
+    seq_step,
+    zstd_frames,
+)
+from .records import MAX_SEQ_PROBLEMS as MAX_SEQ_PROBLEMS  # re-exported
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
-_TURN_END_MARK: Final = b'"type":"turn/end"'
-_TURN_END_LINE: Final = b'{"type":"turn/end"'
-#: How many seq problems one log reports before it only counts them.
-MAX_SEQ_PROBLEMS: Final = 20
+#: Bytes at the start and before the end of what was read that a reader re-checks
+#: when the file's mtime moves (`LogReader._rewritten`).
+_MARK_BYTES: Final = 4096
 
 
 class Encoding(StrEnum):
@@ -71,8 +82,7 @@ def seq_break_problem(prev: int | None, seq: int, line: int | None) -> LogProble
 def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None:
     """The problem for a `turn/end` without a reason kind, or None if it has one."""
     data = event.data
-    reason = data.get("reason") if isinstance(data, dict) else None
-    if isinstance(reason, dict) and isinstance(reason.get("kind"), str):
+    if has_reason_kind(data):
         return None
     shown = orjson.dumps(data).decode("utf-8", "replace")
     if len(shown) > 80:
@@ -106,9 +116,8 @@ def bad_record_problem(
             seq=next_seq,
             line=line,
         )
-    return LogProblem(
-        kind, f"{message}; the log is unreadable past seq {next_seq - 1}", seq=next_seq, line=line
-    )
+    where = f"past seq {next_seq - 1}" if next_seq > 0 else "from its first event on"
+    return LogProblem(kind, f"{message}; the log is unreadable {where}", seq=next_seq, line=line)
 
 
 @dataclass(slots=True)
@@ -159,6 +168,9 @@ class LogReader:
         self._seq_problems = 0
         self._stuck = False
         self._identity: tuple[int, int] | None = None
+        #: (mtime_ns, fingerprint of the bytes read so far) after the last read: a log
+        #: rewritten in place (same inode, truncated, then longer) is told by it.
+        self._mark: tuple[int, bytes | None] | None = None
         self._dctx = zstandard.ZstdDecompressor()
 
     @classmethod
@@ -195,6 +207,7 @@ class LogReader:
             reader._identity = (st.st_dev, st.st_ino)
         except OSError:
             pass
+        reader._remember()
         return reader
 
     @property
@@ -228,7 +241,9 @@ class LogReader:
                 st = os.fstat(fh.fileno())
                 identity = (st.st_dev, st.st_ino)
                 if self._identity is not None and (
-                    identity != self._identity or st.st_size < self.offset
+                    identity != self._identity
+                    or st.st_size < self.offset
+                    or self._rewritten(fh.fileno(), st.st_mtime_ns)
                 ):
                     self._reset()
                     batch.reset = True
@@ -248,7 +263,19 @@ class LogReader:
                     # It was empty when last read; now the writer has begun: start over.
                     self.problems = [p for p in self.problems if p.kind is not ProblemKind.EMPTY]
                 fh.seek(self.offset)
-                chunk = fh.read()
+                if self.header is None and self.offset == 0:
+                    # The header line first, and no more than a header can be: a file
+                    # of NULs (a crash) or junk is not read whole to find that out.
+                    head = fh.read(MAX_HEADER_LINE + 1)
+                    if b"\n" not in head and len(head) > MAX_HEADER_LINE:
+                        self._line = 1
+                        self._add(LogProblem(ProblemKind.BAD_HEADER, long_header_message(), line=1))
+                        self._stuck = True
+                        batch.problems.extend(self.problems)
+                        return batch
+                    chunk = head + fh.read()
+                else:
+                    chunk = fh.read()
         except OSError as exc:
             problem = LogProblem(
                 ProblemKind.UNREADABLE, f"cannot read {self.path.name}: {exc.strerror or exc}"
@@ -263,7 +290,44 @@ class LogReader:
         else:
             self._consume_raw(chunk, batch)
         batch.problems.extend(self.problems[before:])
+        self._remember()
         return batch
+
+    def _fingerprint(self, fd: int) -> bytes | None:
+        """A hash of the first block and of the last block before `offset` (the bytes
+        this reader has consumed), None before anything was consumed."""
+        if self.offset == 0:
+            return None
+        head = os.pread(fd, min(_MARK_BYTES, self.offset), 0)
+        start = max(0, self.offset - _MARK_BYTES)
+        tail = os.pread(fd, self.offset - start, start)
+        return hashlib.blake2b(head + b"\0" + tail, digest_size=16).digest()
+
+    def _remember(self) -> None:
+        """Note the file's mtime and the fingerprint of what was consumed."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            self._mark = None
+            return
+        try:
+            self._mark = (os.fstat(fd).st_mtime_ns, self._fingerprint(fd))
+        except OSError:
+            self._mark = None
+        finally:
+            os.close(fd)
+
+    def _rewritten(self, fd: int, mtime_ns: int) -> bool:
+        """True if the bytes already consumed changed since the last read (the file was
+        rewritten in place: truncated, then written again, maybe longer than before).
+        Checked only when the mtime moved: an append-only log never trips it."""
+        mark = self._mark
+        if mark is None or mark[0] == mtime_ns or mark[1] is None:
+            return False
+        try:
+            return self._fingerprint(fd) != mark[1]
+        except OSError:
+            return False
 
     # -- raw -------------------------------------------------------------------------
 
@@ -280,7 +344,7 @@ class LogReader:
             self.offset += line_len
             if self._line == 1 and self.header is not None:
                 self.header_end = self.offset
-            elif self._ended_turn is not None and line.startswith(_TURN_END_LINE):
+            elif self._ended_turn is not None and line.startswith(TURN_END_LINE):
                 # Where a fork through this turn/end stops copying (as the index records).
                 self.turn_end_offsets[self._ended_turn] = self.offset
         if tail and self.header is None and not self.problems and not _may_become_header(tail):
@@ -301,25 +365,20 @@ class LogReader:
     # -- zstd ------------------------------------------------------------------------
 
     def _consume_zstd(self, chunk: bytes, batch: ReadBatch) -> None:
-        pos = 0
-        while pos < len(chunk):
-            dobj = self._dctx.decompressobj()
-            try:
-                content = dobj.decompress(chunk[pos:])
-            except zstandard.ZstdError as exc:
+        for frame in zstd_frames(chunk, self._dctx):
+            if frame.content is None:
+                if frame.error is None:
+                    self._set_tail(torn_frame_message(len(chunk) - frame.start))
+                    return
                 self._line += 1
                 self._stop_at(
-                    f"zstd frame {self._line} does not decode ({exc})",
+                    f"zstd frame {self._line} does not decode ({frame.error})",
                     rest=b"",
                     kind=ProblemKind.CORRUPT,
                     torn_possible=False,
                 )
                 return
-            if not dobj.eof:
-                self._set_tail(torn_frame_message(len(chunk) - pos))
-                return
-            size = len(chunk) - pos - len(dobj.unused_data)
-            lines = content.split(b"\n")
+            lines = frame.content.split(b"\n")
             if lines[-1] != b"":
                 self._line += 1
                 self._stop_at(
@@ -332,12 +391,11 @@ class LogReader:
             frame_no = self._line
             for k, line in enumerate(lines[:-1]):
                 if not self._consume_line(line, batch):
-                    self._stop_pending(b"\n".join(lines[k + 1 :]) + chunk[pos + size :])
+                    self._stop_pending(b"\n".join(lines[k + 1 :]) + chunk[frame.end :])
                     return
             # Line numbers count frames for zstd logs: that is what a user can locate.
             self._line = frame_no + 1
-            pos += size
-            self.offset += size
+            self.offset += frame.end - frame.start
         self._set_tail(None)
 
     # -- records ---------------------------------------------------------------------
@@ -354,7 +412,7 @@ class LogReader:
         if not line.strip():
             return True
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError as exc:
             self._pending = (f"line {self._line} is not valid JSON ({exc})", ProblemKind.CORRUPT)
             return False
@@ -374,7 +432,7 @@ class LogReader:
 
     def _consume_header(self, line: bytes) -> bool:
         try:
-            obj = orjson.loads(line)
+            obj = loads(line)
         except orjson.JSONDecodeError:
             obj = None
         header, problems = parse_header(obj)
@@ -390,16 +448,11 @@ class LogReader:
         return header is not None
 
     def _check_seq(self, event: SessionEvent) -> None:
-        expected = self.event_count
-        self.event_count += 1
         prev = self.last_seq
+        self.contiguous, broken = seq_step(self.event_count, self.contiguous, prev, event.seq)
+        self.event_count += 1
         self.last_seq = event.seq
-        if event.seq == expected and self.contiguous == expected:
-            self.contiguous += 1
-            return
-        if prev is not None and event.seq == prev + 1:
-            return  # still consecutive after an earlier break: one problem is enough
-        if prev is None and event.seq == expected:
+        if not broken:
             return
         self._seq_problems += 1
         if self._seq_problems > MAX_SEQ_PROBLEMS:
@@ -438,7 +491,7 @@ class LogReader:
             message,
             kind,
             torn_possible=torn_possible,
-            turn_end_follows=_TURN_END_MARK in rest,
+            turn_end_follows=has_turn_end(rest),
             next_seq=seq,
             line=self._line,
         )

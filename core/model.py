@@ -22,6 +22,8 @@ REASON_KINDS: Final = ("completed", "aborted", "error", "max-tokens", "interrupt
 
 TURN_START: Final = "turn/start"
 TURN_END: Final = "turn/end"
+#: The event dsh appends right after a seed: the end of the inherited part (data `{}`).
+END_SEED: Final = "session/end-seed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ class SessionHeader:
     parent_session: str | None = None
     seed_length: int | None = None
     origin: str | None = None
-    delegation_depth: int | None = None
+    delegation_depth: int | None = 0
     agent_preset: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -122,6 +124,8 @@ class ProblemKind(StrEnum):
     """The first record is not a session header (or lacks a usable id)."""
     MISSING_VERSION = "missing-version"
     """The header has no `version` (read as version 0)."""
+    LEGACY_HEADER = "legacy-header"
+    """The header lacks `delegationDepth`, which dsh's current reader requires (read as 0)."""
     FOREIGN_VERSION = "foreign-version"
     """The header's `version` is one this reader does not know (a newer harness)."""
     TORN_TAIL = "torn-tail"

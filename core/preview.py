@@ -25,11 +25,12 @@ from .codec import parse_header
 from .index import IndexedSession, index_prefix, worth_indexing
 from .logfile import Encoding, encoding_of
 from .model import SessionEvent
+from .records import TURN_END_LINE
 from .timeline import Timeline
 
 #: Bytes of the head read: about fifteen turns of a real coding session, a pane full.
 HEAD_BYTES: Final = 1 << 20
-_TURN_END_LINE: Final = b'\n{"type":"turn/end"'
+_TURN_END_LINE: Final = b"\n" + TURN_END_LINE
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, cast
 
 import orjson
 
-from .codec import parse_header
+from .codec import encode_records, parse_header
 from .index import (
     INDEX_THRESHOLD,
     ZSTD_INDEX_THRESHOLD,
@@ -53,7 +53,13 @@ from .parallel import (
     usable_cores,
     write_all,
 )
-from .store import ForkErrorCode, SessionForkError, check_boundary, new_session_id
+from .store import (
+    ForkErrorCode,
+    SessionForkError,
+    check_boundary,
+    end_seed_event,
+    new_session_id,
+)
 from .summary import (
     SessionSummary,
     from_contents,
@@ -964,8 +970,10 @@ class SessionRoot:
             cwd=header.cwd,
             parent_session=header.id,
             seed_length=seed_length,
-            delegation_depth=header.delegation_depth,
+            delegation_depth=0,  # a user fork: dsh's fork writes 0, whatever the parent's
         )
+        # dsh's Session constructor appends this right after any seed (an empty one too).
+        marker = end_seed_event(seed_length, child.created_at)
         encoding = self.encoding
         final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
         real_root = os.path.realpath(self.path)
@@ -991,9 +999,9 @@ class SessionRoot:
             # boundary line are exactly the seed: copy them instead of re-encoding.
             start, end = loaded.end_offsets[-1], loaded.end_offsets[seed_length - 1]
             copied = FileRange(source.path, start, end)
-            chunks = [child.to_json_line(), copied]
+            chunks = [child.to_json_line(), copied, *encode_records([marker])]
         else:
-            chunks = [encode_new_log(child, seed, encoding)]
+            chunks = [encode_new_log(child, [*seed, marker], encoding)]
         try:
             written = write_new_file(final, chunks, fault=fault)
         except LogExistsError as exc:
@@ -1139,11 +1147,12 @@ def _copied_child_summary(
         encoding=Encoding.RAW,
         header=header,
         title=title,
-        events=seed,
-        last_seq=boundary,
+        events=seed + 1,  # the seed, then the end-seed marker at seq `seed`
+        last_seq=seed,
         turns=sum(1 for turn in parent.timeline.turns if turn.first_seq <= boundary),
         open_turn=False,
         problems=tuple(header_problems),
         size=st.st_size,
         mtime=st.st_mtime,
+        last_activity=child.created_at,  # the end-seed marker's time: the last event
     )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
-from .model import TURN_END, SessionEvent, SessionHeader
+from .model import END_SEED, TURN_END, SessionEvent, SessionHeader
 
 
 class ForkErrorCode(StrEnum):
@@ -202,6 +202,11 @@ _META_KEYS = {
 }
 
 
+def end_seed_event(seq: int, time_ms: int) -> SessionEvent:
+    """The `session/end-seed` marker dsh appends right after a seed (data `{}`)."""
+    return SessionEvent(END_SEED, seq, time_ms, {})
+
+
 def new_session_id() -> str:
     """The store's id policy: a random UUID4 string."""
     import uuid  # here: the module costs a few ms at every start, forks are rare
@@ -253,7 +258,12 @@ class SessionStore:
         for i, event in enumerate(events):
             if event.seq != i:
                 raise ValueError(f"seed is not contiguous: event {i} has seq {event.seq}")
-        fields: dict[str, Any] = {"created_at": int(time.time() * 1000)}
+        now = int(time.time() * 1000)
+        if seed is not None and (not events or events[-1].type != END_SEED):
+            # As dsh's Session constructor does: a seeded session (an empty seed too)
+            # marks where the inherited part ends, unless the seed already ends so.
+            events.append(end_seed_event(len(events), now))
+        fields: dict[str, Any] = {"created_at": now}
         for key, value in (meta or {}).items():
             if key not in _META_KEYS:
                 raise ValueError(f"unknown header field {key!r}")
@@ -311,7 +321,11 @@ class SessionStore:
             boundary,
             type_at=lambda i: live._events[i].type,
         )
-        meta: dict[str, Any] = {"parentSession": live.id, "seedLength": seed_length}
+        meta: dict[str, Any] = {
+            "parentSession": live.id,
+            "seedLength": seed_length,
+            "delegationDepth": 0,  # a user fork, as dsh's fork writes it
+        }
         if live.header.cwd is not None:
             meta["cwd"] = live.header.cwd
         return self.create(child_id, seed=live._events[:seed_length], meta=meta)

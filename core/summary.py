@@ -12,16 +12,15 @@ from __future__ import annotations
 import codecs
 import mmap
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
-import zstandard
 
-from .codec import PACKED_TAGS, parse_header, plain_header_values, record_seqs
+from .codec import PACKED_TAGS, parse_header, plain_header_values
 from .logfile import (
     ZSTD_SUFFIX,
     Encoding,
@@ -30,8 +29,24 @@ from .logfile import (
     torn_frame_message,
     torn_line_message,
 )
-from .model import LogProblem, ProblemKind, SessionHeader
-from .timeline import Timeline, build_timeline, message_text
+from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
+from .records import (
+    MAX_HEADER_LINE,
+    TURN_TYPES,
+    HeadError,
+    count_turns,
+    decode_head,
+    fallback_title,
+    has_reason_kind,
+    is_user_input,
+    loads,
+    message_text,
+    packed_members,
+    record_last_time,
+    session_title,
+    zstd_frames,
+)
+from .timeline import Timeline, build_timeline
 
 # Plain values of the enums the listing's inner loop writes into summary states.
 RAW: Final = Encoding.RAW.value
@@ -45,16 +60,8 @@ _TITLE: Final = b'\n{"type":"session/title"'
 _USER: Final = b'\n{"type":"user/message"'
 #: One record ends and the next starts, as dsh writes them.
 _JOINT: Final = b'}\n{"type":"'
-_TAGS: Final = b"|".join(re.escape(tag.encode()) for tag in PACKED_TAGS)
-#: Every turn/start, turn/end and packed row, in file order, with a packed row's
-#: `"dt":[...]` when the row starts the way dsh writes one (else empty).
-_SPECIAL: Final = re.compile(
-    rb'\n\{"type":"(turn/start|turn/end|' + _TAGS + rb')"'
-    rb'(?:,"seq0":[0-9]+,"time0":[^,\n]*,"data":\{"turn":[^,\n]*,"step":[^,\n]*,'
-    rb'"index":[^,\n]*,("dt":\[[^\]\n]*\]))?'
-)
-#: A packed row's `"dt":[...]` wherever it sits on its line (another key order).
-_ANY_DT: Final = re.compile(rb'\n\{"type":"(?:' + _TAGS + rb')"[^\n]*?("dt":\[[^\]\n]*\])')
+_TYPE: Final = attrgetter("type")
+_SEQ: Final = attrgetter("seq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,8 @@ class SessionSummary:
         size: Bytes of the file consumed: whole lines (raw) or whole frames (zstd).
             A reader that resumes at this offset sees exactly the appended records.
         mtime: File modification time.
+        last_activity: Epoch ms of the log's last event (its `time`), None if the log
+            holds no events.
     """
 
     id: str
@@ -89,6 +98,7 @@ class SessionSummary:
     problems: tuple[LogProblem, ...] = field(default=())
     size: int = 0
     mtime: float = 0.0
+    last_activity: int | None = None
 
     @property
     def cwd(self) -> str | None:
@@ -122,7 +132,7 @@ class SessionSummary:
 
     def to_state(self) -> tuple[Any, ...]:
         """This summary as plain values (`marshal`-able), path left out: the compact
-        form `parallel.split_map` sends between processes."""
+        form `parallel.split_map` sends between processes (`SummaryState` names them)."""
         header = None if self.header is None else _header_state(self.header)
         problems = _problem_states(self.problems)
         return (
@@ -137,27 +147,27 @@ class SessionSummary:
             problems,
             self.size,
             self.mtime,
+            self.last_activity,
         )
 
     @classmethod
     def from_state(cls, path: Path, state: tuple[Any, ...]) -> SessionSummary:
         """The summary `to_state` gave, for the log at `path`."""
-        sid, encoding, header, title, events, last_seq, turns, open_turn, problems, size, mtime = (
-            state
-        )
+        st = SummaryState._make(state)
         return cls(
-            sid,
+            st.id,
             path,
-            Encoding(encoding),
-            None if header is None else SessionHeader(*header),
-            title,
-            events,
-            last_seq,
-            turns,
-            open_turn,
-            tuple(LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in problems),
-            size,
-            mtime,
+            Encoding(st.encoding),
+            None if st.header is None else SessionHeader(*st.header),
+            st.title,
+            st.events,
+            st.last_seq,
+            st.turns,
+            st.open_turn,
+            tuple(LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in st.problems),
+            st.size,
+            st.mtime,
+            st.last_activity,
         )
 
     def display_title(self) -> str:
@@ -169,30 +179,72 @@ class SessionSummary:
         return state_json(str(self.path), self.to_state(), extra_problems)
 
 
+class HeaderState(NamedTuple):
+    """A header as plain values: `SessionHeader`'s fields in order."""
+
+    id: str
+    created_at: int
+    version: Any
+    cwd: str | None
+    parent_session: str | None
+    seed_length: int | None
+    origin: str | None
+    delegation_depth: int | None
+    agent_preset: str | None
+    extra: dict[str, Any]
+
+
+class SummaryState(NamedTuple):
+    """Names for the plain values of `SessionSummary.to_state` (and `summary_state`).
+
+    States cross processes as plain tuples (`marshal` takes no tuple subclass):
+    readers name them with `SummaryState._make(state)`.
+    """
+
+    id: str
+    encoding: str
+    #: `HeaderState` values, None if the header is unusable.
+    header: tuple[Any, ...] | None
+    title: str | None
+    events: int
+    last_seq: int | None
+    turns: int
+    open_turn: bool
+    #: (kind value, message, seq, line) per problem.
+    problems: tuple[tuple[Any, ...], ...]
+    size: int
+    mtime: float
+    last_activity: int | None
+
+
 def state_json(
     path: str, state: tuple[Any, ...], extra_problems: Iterable[LogProblem] = ()
 ) -> dict[str, Any]:
     """The CLI's `ls --json` entry of a summary given as `SessionSummary.to_state`
     values (a listing need not build the summary object)."""
-    sid, encoding, header, title, events, last_seq, turns, open_turn, problems, _, _ = state
-    has = header is not None
+    st = SummaryState._make(state)
+    header = None if st.header is None else HeaderState._make(st.header)
     return {
-        "id": sid,
-        "title": title,
-        "cwd": header[3] if has else None,
-        "createdAt": header[1] if has else 0,
-        "parentSession": header[4] if has else None,
-        "seedLength": header[5] if has else None,
-        "origin": header[6] if has else None,
-        "delegationDepth": header[7] if has else None,
+        "id": st.id,
+        "title": st.title,
+        "cwd": header.cwd if header else None,
+        "createdAt": header.created_at if header else 0,
+        "parentSession": header.parent_session if header else None,
+        "seedLength": header.seed_length if header else None,
+        "origin": header.origin if header else None,
+        "delegationDepth": header.delegation_depth if header else None,
         "path": path,
-        "encoding": encoding,
-        "events": events,
-        "lastSeq": last_seq,
-        "turns": turns,
-        "openTurn": open_turn,
+        "encoding": st.encoding,
+        "events": st.events,
+        "lastSeq": st.last_seq,
+        "lastActivity": st.last_activity,
+        "turns": st.turns,
+        "openTurn": st.open_turn,
         "problems": [
-            *({"kind": kind, "message": message, "seq": seq} for kind, message, seq, _ in problems),
+            *(
+                {"kind": kind, "message": message, "seq": seq}
+                for kind, message, seq, _ in st.problems
+            ),
             *(p.to_json_dict() for p in extra_problems),
         ],
     }
@@ -200,10 +252,11 @@ def state_json(
 
 def state_link_key(path: str, state: tuple[Any, ...]) -> tuple[str, str | None, int, str, bool]:
     """`lineage.link_key` of a summary given as `SessionSummary.to_state` values."""
-    header = state[2]
-    if header is None:
-        return (state[0], None, 0, path, False)
-    return (state[0], header[4], header[1], path, True)
+    st = SummaryState._make(state)
+    if st.header is None:
+        return (st.id, None, 0, path, False)
+    header = HeaderState._make(st.header)
+    return (st.id, header.parent_session, header.created_at, path, True)
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -222,22 +275,15 @@ def _decode_zstd(raw: bytes) -> tuple[bytes, list[LogProblem], bool, int]:
     """Decoded bytes of a zstd log; physical-layer problems; exact?; file bytes consumed
     (up to the end of the last complete frame)."""
     out: list[bytes] = []
-    dctx = zstandard.ZstdDecompressor()
     pos = 0
-    while pos < len(raw):
-        dobj = dctx.decompressobj()
-        try:
-            content = dobj.decompress(raw[pos:])
-        except zstandard.ZstdError:
-            return b"".join(out), [], False, pos  # corrupt frame: the full reader says where
-        if not dobj.eof:
-            problem = LogProblem(
-                ProblemKind.TORN_TAIL,
-                torn_frame_message(len(raw) - pos),
-            )
+    for frame in zstd_frames(raw):
+        if frame.content is None:
+            if frame.error is not None:
+                return b"".join(out), [], False, pos  # corrupt: the full reader says where
+            problem = LogProblem(ProblemKind.TORN_TAIL, torn_frame_message(len(raw) - pos))
             return b"".join(out), [problem], True, pos
-        out.append(content)
-        pos = len(raw) - len(dobj.unused_data)
+        out.append(frame.content)
+        pos = frame.end
     return b"".join(out), [], True, pos
 
 
@@ -292,7 +338,7 @@ def summary_state(
             None,
             None,
         )
-        return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0)
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0, None)
     if encoding == RAW:
         state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime)
     else:
@@ -351,6 +397,7 @@ def from_contents(
         problems=contents.problems,
         size=contents.size,
         mtime=mtime,
+        last_activity=activity_of(contents.events[-1].time) if contents.events else None,
     )
 
 
@@ -372,17 +419,17 @@ def _scan(
     log's shape needs a full read."""
     if not buf or buf.isspace():
         empty = (EMPTY, "the log file is empty", None, None)
-        return (fallback_id, encoding, None, None, 0, None, 0, False, (empty,), size, mtime)
+        return (fallback_id, encoding, None, None, 0, None, 0, False, (empty,), size, mtime, None)
     end = buf.rfind(b"\n") + 1
     if encoding == RAW:
         size = end  # resume after the last whole line
         if end < len(buf):
             problems = ((TORN_TAIL, torn_line_message(len(buf) - end), None, None),)
-    first_nl = buf.find(b"\n")
+    first_nl = buf.find(b"\n", 0, MAX_HEADER_LINE + 1)
     if first_nl < 0 or first_nl >= end:
-        return None  # only a torn header line: let the full reader classify it
+        return None  # a torn or overlong header line: let the full reader classify it
     try:
-        header_obj = orjson.loads(buf[:first_nl])
+        header_obj = loads(buf[:first_nl])
     except orjson.JSONDecodeError:
         return None
     header_values = plain_header_values(header_obj)
@@ -407,47 +454,17 @@ def _scan(
         return None
     if not buf.isascii() and not valid_utf8(buf[first_nl:end]):
         return None  # bytes that are not UTF-8: the full reader says which line
-    turns, open_turn = 0, False
-    dts: list[bytes] = []
-    for kind, dt in _SPECIAL.findall(buf, first_nl, end):
-        if kind == b"turn/start":
-            turns += 1
-            open_turn = True
-        elif kind == b"turn/end":
-            # Closes the open turn, or is a turn of its own when none is open (real
-            # logs hold such rows), the way the timeline groups them.
-            turns += 0 if open_turn else 1
-            open_turn = False
-        else:
-            dts.append(dt)
-    if b"" in dts:
-        # A packed row whose keys are not in dsh's order: find its dt on its line.
-        packed = len(dts)
-        dts = _ANY_DT.findall(buf, first_nl, end)
-        if len(dts) != packed:
-            return None  # a packed row without a dt array on its line: read it whole
-    # A packed row holds len(dt) + 1 events where the record count counted one.
-    events = records
-    if dts:
-        events += b"".join(dts).count(b",") + sum(1 for dt in dts if dt[6:-1].strip())
+    counted = _count_records(buf[first_nl + 1 : end - 1]) if records else (0, None, [])
+    if counted is None:
+        return None  # a line that is not a plain record in order: read it whole
+    events, last_obj, kinds = counted
+    turns, open_turn = count_turns(kinds)
     last_seq: int | None = None
-    if records:
-        try:
-            last_span = record_seqs(
-                orjson.loads(buf[buf.rfind(b"\n", first_nl, end - 1) + 1 : end - 1])
-            )
-            first_span = record_seqs(
-                orjson.loads(buf[first_nl + 1 : buf.find(b"\n", first_nl + 1)])
-            )
-        except orjson.JSONDecodeError:
-            return None  # a bad first or last line: the full reader tells torn from corrupt
-        if first_span is None or last_span is None:
-            return None
-        last_seq = last_span[1]
-        if first_span[0] != 0 or last_seq != events - 1:
-            # Not contiguous: a gap, a duplicate, or a packed row whose arrays disagree
-            # (its dt count is then not its member count). Only a full read says which.
-            return None
+    last_activity: int | None = None
+    if events:
+        last_seq = events - 1
+        last_time = record_last_time(last_obj)
+        last_activity = None if last_time is None else activity_of(last_time)
     return (
         header_values[0],
         encoding,
@@ -460,7 +477,61 @@ def _scan(
         problems,
         size,
         mtime,
+        last_activity,
     )
+
+
+def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
+    """(events, the last record decoded, the turn types in order) of the record
+    lines `records` (newline-separated, no final newline), when every line is one
+    JSON value with a string type and its seqs follow on from 0 (packed rows
+    expanded); None when only a full read can say what the lines hold.
+
+    Every line is decoded (msgspec, in C, into a `RecordHead`): the listing checks
+    that each is JSON and reads its type as `JSON.parse` does (the last of duplicate
+    keys), so it counts what the full reader counts.
+    """
+    lines = records.split(b"\n")
+    try:
+        heads = list(map(decode_head, lines))
+    except HeadError:
+        return None
+    seqs = list(map(_SEQ, heads))
+    # Plain events must carry seqs 0, 1, 2, ... in order; a line without a seq is a
+    # packed row (or odd: then read whole), which holds its members' seqs. Runs of
+    # plain lines are compared whole, in C.
+    expected = 0
+    prev = 0
+    odd = [i for i, q in enumerate(seqs) if q is None] if None in seqs else []
+    for i in (*odd, len(lines)):
+        if i > prev:
+            if seqs[prev:i] != list(range(expected, expected + i - prev)):
+                return None
+            expected += i - prev
+        if i == len(lines):
+            break
+        prev = i + 1
+        head = heads[i]
+        if head.seq0 is None or head.type not in PACKED_TAGS:
+            return None
+        quick = packed_members(lines[i], head.type)
+        if quick is None or quick[0] != expected:
+            return None
+        expected += quick[1]
+    try:
+        last = loads(lines[-1])
+        ends = [loads(lines[i]) for i, h in enumerate(heads) if h.type == TURN_END]
+    except orjson.JSONDecodeError:
+        return None
+    if not all(has_reason_kind(end.get("data")) for end in ends):
+        return None  # a turn/end without a reason kind: the full reader names the odd event
+    kinds = [t for t in map(_TYPE, heads) if t in TURN_TYPES]
+    return expected, last, kinds
+
+
+def activity_of(time: float) -> int:
+    """`SessionSummary.last_activity` of an event time (whole epoch ms)."""
+    return int(time)
 
 
 def valid_utf8(buf: bytes) -> bool:
@@ -479,6 +550,19 @@ def valid_utf8(buf: bytes) -> bool:
     return True
 
 
+def last_activity_between(buf: bytes | mmap.mmap, start: int, end: int) -> int | None:
+    """`SessionSummary.last_activity` of a log whose records are `buf[start:end]`
+    (laid out as for `title_between`), None if its last record does not say."""
+    if end - start < 2:
+        return None
+    try:
+        obj = loads(bytes(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1]))
+    except orjson.JSONDecodeError:
+        return None
+    time = record_last_time(obj)
+    return None if time is None else activity_of(time)
+
+
 def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
     """The title `summarize` gives a log whose records are `buf[start:end]`.
 
@@ -487,24 +571,33 @@ def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
     child's title from the parent (an `mmap` of it) instead of the copy.
     """
     pos = buf.rfind(_TITLE, start, end)
-    if pos >= 0:
-        try:
-            data = orjson.loads(_line_at(buf, pos + 1)).get("data")
-            if isinstance(data, dict) and isinstance(data.get("title"), str):
-                return str(data["title"])
-        except (orjson.JSONDecodeError, AttributeError):
-            pass
+    while pos >= 0:
+        obj = _record_at(buf, pos + 1)
+        # (A candidate is confirmed by decoding: a duplicate "type" key names another.)
+        if obj is not None and obj.get("type") == "session/title":
+            title = session_title(obj.get("data"))
+            if title is not None:
+                return title
+        pos = buf.rfind(_TITLE, start, pos)
     pos = buf.find(_USER, start, end)
     while pos >= 0:
-        try:
-            obj = orjson.loads(_line_at(buf, pos + 1))
-        except orjson.JSONDecodeError:
+        obj = _record_at(buf, pos + 1)
+        if obj is None:
             return None
-        data = obj.get("data") if isinstance(obj, dict) else None
-        source = data.get("source") if isinstance(data, dict) else None
-        if not isinstance(source, dict) or source.get("kind") in (None, "user"):
-            text = message_text(data).strip()
-            if text:  # like the timeline: the first user text that is not blank
-                return text.splitlines()[0]
+        if obj.get("type") == "user/message":
+            # like the timeline: the first user text that is not blank
+            data = obj.get("data")
+            title = fallback_title(message_text(data)) if is_user_input(data) else None
+            if title is not None:
+                return title
         pos = buf.find(_USER, pos + 1, end)
     return None
+
+
+def _record_at(buf: bytes | mmap.mmap, start: int) -> dict[str, Any] | None:
+    """The record decoded from the line at `start`, None if it is not a JSON object."""
+    try:
+        obj = loads(_line_at(buf, start))
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .model import TURN_END, TURN_START, SessionEvent
+from .records import fallback_title, session_title
+from .records import is_user_input as _is_user_input
+from .records import message_text as message_text  # re-exported (the TUI imports it here)
 
 #: The only event types the timeline reads.
 TIMELINE_TYPES: Final = frozenset(
@@ -115,33 +118,6 @@ class Timeline:
         return None
 
 
-def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
-    """The text parts of a message (`{content:[{type:"text",text}…]}`), joined."""
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = [
-        part.get("text", "")
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in kinds
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(p for p in parts if p)
-
-
-def _is_user_input(message: Any) -> bool:
-    if not isinstance(message, dict):
-        return False
-    source = message.get("source")
-    kind = source.get("kind") if isinstance(source, dict) else None
-    return kind in (None, "user")
-
-
 def _reason(data: Any) -> tuple[str, str | None]:
     if not isinstance(data, dict):
         return "unknown", None
@@ -243,11 +219,15 @@ class TimelineBuilder:
             self._current = current
             return
         if etype == "session/title":
-            if isinstance(data.get("title"), str):
-                self._title = data["title"]
+            title = session_title(data)
+            if title is not None:
+                self._title = title
             return
         if etype == "session/end-seed":
+            # The end of the inherited part: no turn's event, not the child's own work.
             self._end_seed = event.seq
+            if current is None:
+                self._lead_in = event.seq + 1
             return
         if current is None:
             current = _TurnBuilder(
@@ -327,8 +307,7 @@ class TimelineBuilder:
             turns.append(current.finish(None, "open", None))
         title = self._title
         if title is None and self._first_user:
-            stripped = self._first_user.strip()
-            title = stripped.splitlines()[0] if stripped else None
+            title = fallback_title(self._first_user)
         return Timeline(
             tuple(turns), title, self.seed_length, self._end_seed, tuple(self._turn_ends)
         )

@@ -34,7 +34,8 @@ from typing import Final, TypeAlias
 from watchfiles._rust_notify import RustNotify
 
 from .logfile import Encoding, LogReader, encoding_of
-from .model import TURN_END, TURN_START, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .records import count_turns, session_title, user_title
 from .root import (
     SKIP_DIRS,
     SessionRoot,
@@ -43,8 +44,7 @@ from .root import (
     is_log_name,
     layout_session_id,
 )
-from .summary import SessionSummary, summarize
-from .timeline import message_text
+from .summary import SessionSummary, activity_of, summarize
 
 #: In native mode, how often (seconds) every known log is `stat`ed anyway, as a net
 #: for notifications the kernel dropped (an inotify queue overflow).
@@ -154,23 +154,17 @@ def advance_summary(
     turns = summary.turns
     open_turn = summary.open_turn
     title = summary.title
+    turns, open_turn = count_turns((event.type for event in events), turns, open_turn)
     for event in events:
         count += 1
         last_seq = event.seq
         etype = event.type
-        if etype == TURN_START:
-            turns += 1
-            open_turn = True
-        elif etype == TURN_END:
-            if not open_turn:
-                turns += 1  # a turn/end with no turn/start: still one turn
-            open_turn = False
-        elif etype == "session/title":
-            data = event.data
-            if isinstance(data, dict) and isinstance(data.get("title"), str):
-                title = data["title"]
+        if etype == "session/title":
+            new_title = session_title(event.data)
+            if new_title is not None:
+                title = new_title
         elif etype == "user/message" and title is None:
-            title = _user_title(event.data)
+            title = user_title(event.data)
     kept = [p for p in summary.problems if p.kind is not ProblemKind.TORN_TAIL]
     for problem in problems:
         if problem.kind is ProblemKind.TORN_TAIL:
@@ -189,18 +183,8 @@ def advance_summary(
         problems=tuple(kept),
         size=offset,
         mtime=summary.mtime if mtime is None else mtime,
+        last_activity=activity_of(events[-1].time) if events else summary.last_activity,
     )
-
-
-def _user_title(data: object) -> str | None:
-    """The title a first user message gives, as `summarize` takes it."""
-    if not isinstance(data, dict):
-        return None
-    source = data.get("source")
-    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
-        return None  # plugin-injected context is not the user's words
-    text = message_text(data).strip()
-    return text.splitlines()[0] if text else None
 
 
 def _same_place(problem: LogProblem, known: Sequence[LogProblem]) -> bool:

@@ -967,6 +967,12 @@ class _DemoBuilder:
             data = result.child.path.read_bytes()
             seed_events = list(read_log(result.child.path).events)
         first, _, seed_bytes = data.partition(b"\n")
+        # The core ends the seed with dsh's end-seed marker stamped with the clock: keep
+        # the seed's bytes, and restamp the marker with the pinned creation time.
+        marker_line = seed_bytes[seed_bytes.rstrip(b"\n").rfind(b"\n") + 1 :]
+        seed_bytes = seed_bytes[: len(seed_bytes) - len(marker_line)]
+        marker = seed_events.pop()
+        seed_events.append(SessionEvent(marker.type, marker.seq, created, marker.data))
         forked, _ = parse_header(orjson.loads(first))
         if forked is None:  # the core wrote it; this would be a core bug
             raise RuntimeError(f"the core fork of {role} wrote no header")

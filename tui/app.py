@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
+from turnline.core.content import raw_events_text, turn_blocks
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -47,10 +48,9 @@ from .messages import (
     RootScanned,
     RootSnapshot,
     SessionLoaded,
-    TurnEventsRead,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
-from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline
+from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
 
@@ -84,18 +84,19 @@ def while_shown(handler: _Handler) -> _Handler:
     return cast(_Handler, guarded)
 
 
+#: The verdict on a turn of a big log's head preview: the fork rule needs the whole log.
+PREVIEW_REFUSAL = "the log is still being indexed: fork once it is loaded"
+
+
+def preview_verdict(index: int, turn: Turn) -> TurnView:
+    """A big log's head turn before the core has judged it: no fork is offered yet."""
+    refusal = OPEN_TURN.format(number=turn.number) if turn.end_seq is None else PREVIEW_REFUSAL
+    return TurnView(turn, index, False, refusal)
+
+
 def preview_turns(preview: HeadPreview) -> tuple[TurnView, ...]:
-    """A big log's head turns as rows, before the core has judged them (the app refuses
-    every fork while a preview is shown, so no verdict is claimed here)."""
-    return tuple(
-        TurnView(
-            turn,
-            index,
-            False,
-            None if turn.end_seq is not None else OPEN_TURN.format(number=turn.number),
-        )
-        for index, turn in enumerate(preview.timeline.turns)
-    )
+    """A big log's head turns as rows (the same verdicts the detail pane shows)."""
+    return tuple(preview_verdict(i, t) for i, t in enumerate(preview.timeline.turns))
 
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
@@ -347,12 +348,26 @@ class TurnlineApp(App[int]):
         exclusive=True,
         group="detail",
         exit_on_error=False,
-        description="read a turn's events",
+        description="read a turn's content",
     )
-    def _read_turn(self, view: SessionView, index: int, turn: Turn) -> None:
-        events = view.events_between(turn.first_seq, turn.end_seq)
+    def _read_turn(self, view: SessionView | HeadPreview, index: int, turn: Turn) -> None:
+        """Read one turn and build what the detail pane draws, off the UI thread: the
+        fork rule's verdict, the content blocks and the bounded raw text (core values)."""
+        if isinstance(view, SessionView):
+            verdict = view.turn_view(index)
+            if verdict is None:
+                return
+            events = view.turn_events(index)
+            blocks = view.blocks(index)
+        else:
+            events = view.events_between(turn.first_seq, turn.end_seq)
+            verdict = preview_verdict(index, turn)
+            blocks = turn_blocks(events)
+        if get_current_worker().is_cancelled:
+            return
+        content = TurnContent(verdict, blocks, raw_events_text(events))
         if not get_current_worker().is_cancelled:
-            self.post_message(TurnEventsRead(view.path, index, events))
+            self.post_message(TurnDetail.ContentRead(view.path, index, content))
 
     @work(
         thread=True, exclusive=True, group="fork", exit_on_error=False, description="fork a session"
@@ -573,8 +588,7 @@ class TurnlineApp(App[int]):
         timeline = self.timeline
         if self.preview is not preview or timeline.current_turn_index != index:
             return
-        turn = timeline.turns[index]
-        self.detail.show_turn(turn, preview.events_between(turn.first_seq, turn.end_seq), ())
+        self._read_turn(preview, index, timeline.turns[index])
 
     def _drop_preview(self) -> None:
         self.preview = None
@@ -614,7 +628,7 @@ class TurnlineApp(App[int]):
         return self.view.loaded.problems if self.view is not None else ()
 
     def _show_detail_note(self, note: str) -> None:
-        self.detail.show_turn(None, [], self._problems(), note=note)
+        self.detail.show_turn(None, (), self._problems(), note=note)
 
     @on(TurnTimeline.TurnHighlighted)
     @while_shown
@@ -658,17 +672,21 @@ class TurnlineApp(App[int]):
         if view is not None and index is not None:
             self._read_turn(view, index, timeline.turns[index])
 
-    @on(TurnEventsRead)
+    @on(TurnDetail.ContentRead)
     @while_shown
-    def _on_turn_events(self, message: TurnEventsRead) -> None:
-        view = self.view
+    def _on_turn_events(self, message: TurnDetail.ContentRead) -> None:
         timeline = self.timeline
-        if view is None or view.path != message.path:
-            return
         if timeline.current_turn_index != message.turn_index:
             return
-        turn = timeline.turns[message.turn_index]
-        self.detail.show_turn(turn, message.events, self._problems())
+        view, preview = self.view, self.preview
+        if view is not None and view.path == message.path:
+            problems = self._problems()
+        elif view is None and preview is not None and preview.path == message.path:
+            problems = ()
+        else:
+            return
+        content = message.content
+        self.detail.show_turn(content.verdict, content.blocks, problems, raw=content.raw)
 
     @on(TurnTimeline.DividerChosen)
     @while_shown

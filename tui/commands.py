@@ -7,7 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.markup import escape
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 from ._text import one_line
 
@@ -23,13 +24,39 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Help: keys and markers", "help", "what the screen shows"),
 )
 
+#: A palette entry: the name it is matched by, what it runs, its help line.
 Command = tuple[str, Callable[[], object], str]
+
+
+def highlighted(matcher: Matcher, name: str) -> Content:
+    """`name` as literal Content with the matched characters styled.
+
+    `Matcher.highlight` parses its candidate as markup; session titles are log text, so
+    the palette never hands it one.
+    """
+    content = Content(name)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, name)
+    if not score:
+        return content
+    for offset in offsets:
+        if not name[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
+
+
+def prompt(name: Content, help_text: str) -> Content:
+    """A hit's prompt: its name, then its help as a dim second line (literal: the
+    palette parses a string `help` as markup)."""
+    if not help_text:
+        return name
+    return Content.assemble(name, "\n", (help_text, "dim"))
 
 
 class TurnlineCommands(Provider):
     """turnline's actions, and "Open session <title>" for every session.
 
-    The palette parses names and help as markup, so log-derived text is escaped.
+    The palette parses string names and help as markup, so every hit is handed
+    literal `Content` instead (a title like `[name=em` would otherwise break it).
     """
 
     @property
@@ -55,15 +82,17 @@ class TurnlineCommands(Provider):
             return []
         out: list[Command] = []
         for path, summary in snapshot.summaries.items():
-            title = one_line(summary.display_title(), 60)
-            name = escape(f"Open session: {title} ({one_line(summary.id, 12)})")
-            out.append((name, partial(app.open_session, path), escape(one_line(summary.cwd or ""))))
+            title = one_line(summary.display_title()[:1024], 60)
+            name = f"Open session: {title} ({one_line(summary.id[:64], 12)})"
+            out.append(
+                (name, partial(app.open_session, path), one_line((summary.cwd or "")[:4096]))
+            )
         return out
 
     async def discover(self) -> Hits:
         """Offer the actions before anything is typed."""
         for name, callback, help_text in self._actions():
-            yield DiscoveryHit(name, callback, help=help_text)
+            yield DiscoveryHit(prompt(Content(name), help_text), callback, text=name)
 
     async def search(self, query: str) -> Hits:
         """Fuzzy-match actions and session titles."""
@@ -71,4 +100,5 @@ class TurnlineCommands(Provider):
         for name, callback, help_text in [*self._actions(), *self._sessions()]:
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)
+                shown = prompt(highlighted(matcher, name), help_text)
+                yield Hit(score, shown, callback, text=name)

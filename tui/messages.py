@@ -128,18 +128,6 @@ class IndexProgress(Message):
 
 
 @dataclass(eq=False)
-class TurnEventsRead(Message):
-    """The events of one turn, for the detail pane."""
-
-    path: Path
-    """The session's log."""
-    turn_index: int
-    """The turn's position in the timeline."""
-    events: list[SessionEvent]
-    """Its events, lead-in included."""
-
-
-@dataclass(eq=False)
 class Forked(Message):
     """A child log was written."""
 

@@ -22,7 +22,14 @@ import zstandard
 from turnline.cli import main
 from turnline.cli.main import default_root
 
-HEADER = {"type": "session", "version": 0, "id": "aaaa-parent", "createdAt": 5, "cwd": "/w/app"}
+HEADER = {
+    "type": "session",
+    "version": 0,
+    "delegationDepth": 0,
+    "id": "aaaa-parent",
+    "createdAt": 5,
+    "cwd": "/w/app",
+}
 SESSION_KEYS = [
     "id",
     "title",
@@ -36,6 +43,7 @@ SESSION_KEYS = [
     "encoding",
     "events",
     "lastSeq",
+    "lastActivity",
     "turns",
     "openTurn",
     "problems",
@@ -301,7 +309,7 @@ def test_fork_json_and_the_parent_stays_identical(root: Path, capsys: Any) -> No
         "dddd-new",
         "aaaa-parent",
         5,
-        5,
+        6,  # the seed and the end-seed marker
     )
     assert child["path"] == str(root / "--w-app--" / "dddd-new" / "session.jsonl")
     after = digest(root)
@@ -495,16 +503,18 @@ GARBAGE: dict[str, bytes] = {
     "nul-line": b"\x00" * 64 + b"\n",
     "array": b"[1, 2, 3]\n",
     "header-only-torn": b'{"type":"session","id":"h',
-    "header-list-data": b'{"type":"session","version":0,"id":"g1"}\n'
+    "header-list-data": b'{"type":"session","version":0,"delegationDepth":0,"id":"g1"}\n'
     b'{"type":"turn/start","seq":0,"time":"x","data":[1]}\n'
     b'{"type":"user/message","seq":1,"time":1,"data":"text"}\n'
     b'{"type":"turn/end","seq":2,"time":1,"data":{"reason":{"kind":["x"]}}}\n',
-    "weird-seqs": b'{"type":"session","version":0,"id":"g2","seedLength":-4,"parentSession":7}\n'
+    "weird-seqs": b'{"type":"session","version":0,"delegationDepth":0,"id":"g2",'
+    b'"seedLength":-4,"parentSession":7}\n'
     b'{"type":"turn/end","seq":-1,"time":1,"data":{}}\n'
     b'{"type":"turn/end","seq":99999999999999999999,"time":1,"data":{}}\n'
     b'{"type":"text-chunks","seq0":3,"time0":1,"data":{"dt":[1],"texts":["a"]}}\n'
     b'{"type":"turn/end","seq":4,"time":1,"data":{}}\n',
-    "bad-utf8": b'{"type":"session","version":0,"id":"g3"}\n{"type":"x","seq":0,"data":"\xff"}\n',
+    "bad-utf8": b'{"type":"session","version":0,"delegationDepth":0,"id":"g3"}\n'
+    b'{"type":"x","seq":0,"data":"\xff"}\n',
     "foreign": b'{"type":"session","version":9,"id":"g4","createdAt":-1}\n',
 }
 
@@ -512,7 +522,9 @@ GARBAGE: dict[str, bytes] = {
 def test_garbage_logs_never_traceback(tmp_path: Path, capsys: Any) -> None:
     for name, data in GARBAGE.items():
         (tmp_path / f"{name}.jsonl").write_bytes(data)
-    frame = zstandard.ZstdCompressor().compress(b'{"type":"session","version":0,"id":"z"}\n')
+    frame = zstandard.ZstdCompressor().compress(
+        b'{"type":"session","version":0,"delegationDepth":0,"id":"z"}\n'
+    )
     (tmp_path / "z-torn.jsonl.zstd").write_bytes(frame + frame[:5])
     (tmp_path / "z-junk.jsonl.zstd").write_bytes(b"\x28\xb5\x2f\xfd" + b"junk" * 10)
     code, entries = run_json(capsys, "ls", str(tmp_path))

@@ -163,10 +163,18 @@ def test_header_round_trip_and_problems() -> None:
 @pytest.mark.parametrize(
     ("obj", "kinds"),
     [
-        ({"type": "session", "id": "a"}, ["missing-version"]),
-        ({"type": "session", "id": "a", "version": 1}, ["foreign-version"]),
-        ({"type": "session", "id": "a", "version": True}, ["foreign-version"]),
-        ({"type": "session", "id": "a", "version": 0, "createdAt": "x"}, ["bad-header"]),
+        ({"type": "session", "id": "a", "delegationDepth": 0}, ["missing-version"]),
+        ({"type": "session", "id": "a", "version": 0}, ["legacy-header"]),
+        ({"type": "session", "id": "a"}, ["missing-version", "legacy-header"]),
+        ({"type": "session", "id": "a", "version": 1, "delegationDepth": 0}, ["foreign-version"]),
+        (
+            {"type": "session", "id": "a", "version": True, "delegationDepth": 0},
+            ["foreign-version"],
+        ),
+        (
+            {"type": "session", "id": "a", "version": 0, "delegationDepth": 0, "createdAt": "x"},
+            ["bad-header"],
+        ),
         ({"type": "session", "version": 0}, ["bad-header"]),
         ({"type": "turn/start", "seq": 0}, ["bad-header"]),
         (None, ["bad-header"]),

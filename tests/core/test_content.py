@@ -149,3 +149,20 @@ def test_every_fixture_turns_into_blocks() -> None:
         calls += tool_calls
         samples += sum(1 for e in events if usage_sample(e) is not None)
     assert calls > 100 and samples > 100
+
+
+def test_a_message_spliced_from_the_inbox_is_shown_once() -> None:
+    """dsh writes an inbox message again as a `user/message` with the same id (fixture
+    jsonrpc/subagent-spawn-in-process): one block, not two."""
+    message = {"role": "user", "id": "m1", "content": [{"type": "text", "text": "hi"}]}
+    blocks = turn_blocks(
+        [
+            ev(0, "agent/inbox/spliced", {"target": "next-turn", "inserted": [message]}),
+            ev(1, "user/message", message),
+            ev(2, "user/message", {**message, "id": "m2"}),
+        ]
+    )
+    assert [(type(b).__name__, getattr(b, "seq", None)) for b in blocks] == [
+        ("UserText", 0),
+        ("UserText", 2),
+    ]

@@ -37,6 +37,8 @@ class Decoded:
         kinds = set()
         if "version" not in self.header:
             kinds.add("missing-version")
+        if "delegationDepth" not in self.header:
+            kinds.add("legacy-header")  # dsh's current reader refuses such a header
         if self.seqs != list(range(len(self.seqs))):
             kinds.add("seq-gap")
         if self.odd_turn_ends:
@@ -123,7 +125,11 @@ def test_show_reports_turns_and_problems(
     turns = shown["turns"]
     assert [t["endSeq"] for t in turns if t["endSeq"] is not None] == expect.turn_ends
     assert [t["startSeq"] for t in turns if t["startSeq"] is not None] == expect.turn_starts
-    assert all(t["forkable"] == (t["endSeq"] is not None) for t in turns)
+    # Forkable: a turn/end within the contiguous prefix (seqs[i] == i up to it).
+    contiguous = next((i for i, seq in enumerate(expect.seqs) if seq != i), len(expect.seqs))
+    assert [t["forkable"] for t in turns] == [
+        t["endSeq"] is not None and t["endSeq"] < contiguous for t in turns
+    ]
     assert shown["seedLength"] == (expect.header.get("seedLength") or 0)
     kinds = {p["kind"] for p in session["problems"]}
     assert kinds - {"duplicate-id"} == expect.expected_kinds()

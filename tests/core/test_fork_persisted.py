@@ -76,12 +76,16 @@ def test_a_fork_is_a_valid_dsh_log(tmp_path: Path, zstd: bool) -> None:
     assert header["parentSession"] == "parent-1"
     assert header["seedLength"] == 8
     assert "origin" not in header
+    assert header["delegationDepth"] == 0  # a user fork, as dsh's fork writes
     events = read_log(child.path)
-    assert [e.seq for e in events.events] == list(range(8))
+    # The seed, then dsh's end-seed marker at seq = seedLength with data {}.
+    assert [e.seq for e in events.events] == list(range(9))
     assert events.problems == ()
-    assert [e.to_json_dict() for e in events.events] == [
+    assert [e.to_json_dict() for e in events.events[:8]] == [
         e.to_json_dict() for e in read_log(parent).events[:8]
     ]
+    marker = events.events[8]
+    assert (marker.type, marker.data, marker.extra) == ("session/end-seed", {}, {})
     after = _digest(tmp_path)
     assert {k: v for k, v in after.items() if k in before} == before  # parent byte-identical
     assert set(after) - set(before) == {str(child.path.relative_to(tmp_path))}
@@ -158,10 +162,12 @@ def test_unknown_source_is_not_found(tmp_path: Path) -> None:
 def test_fork_past_a_seq_gap_is_refused_before_it_is_allowed(tmp_path: Path) -> None:
     records = [*turn_records(0, 1), *turn_records(10, 2)]  # seqs 4..9 missing
     path = write_lines(
-        tmp_path / "flat.jsonl", {"type": "session", "version": 0, "id": "gap"}, *records
+        tmp_path / "flat.jsonl",
+        {"type": "session", "version": 0, "delegationDepth": 0, "id": "gap"},
+        *records,
     )
     root = SessionRoot(tmp_path)
-    assert root.fork("gap", 3, "ok").child.events == 4
+    assert root.fork("gap", 3, "ok").child.events == 5  # the seed and the marker
     with pytest.raises(SessionForkError) as info:
         root.fork("gap", 13, "no")
     assert info.value.code is ForkErrorCode.INVALID_BOUNDARY
@@ -171,11 +177,15 @@ def test_fork_past_a_seq_gap_is_refused_before_it_is_allowed(tmp_path: Path) -> 
 
 
 def test_empty_parent_forks_into_an_empty_child(tmp_path: Path) -> None:
-    write_lines(tmp_path / "e" / "session.jsonl", {"type": "session", "version": 0, "id": "e"})
+    write_lines(
+        tmp_path / "e" / "session.jsonl",
+        {"type": "session", "version": 0, "delegationDepth": 0, "id": "e"},
+    )
     result = SessionRoot(tmp_path).fork("e", None, "kid")
     assert result.boundary is None
     contents = read_log(result.child.path)
-    assert contents.events == ()
+    # dsh marks the end of even an empty seed.
+    assert [(e.type, e.seq, e.data) for e in contents.events] == [("session/end-seed", 0, {})]
     assert contents.header is not None and contents.header.seed_length == 0
     assert result.child.path.parent.parent.name == "_no-cwd"
 
@@ -217,10 +227,12 @@ def test_a_persisted_child_reloads_identical(
         assert reloaded.encoding == ("zstd" if zstd else "raw")
         assert reloaded.problems == ()
         seed = 0 if boundary is None else boundary + 1
-        assert [e.to_json_dict() for e in reloaded.events] == [e.to_json_dict() for e in log[:seed]]
+        *copied, marker = reloaded.events
+        assert [e.to_json_dict() for e in copied] == [e.to_json_dict() for e in log[:seed]]
+        assert (marker.type, marker.seq, marker.data) == ("session/end-seed", seed, {})
         assert reloaded.header is not None
         assert (reloaded.header.parent_session, reloaded.header.seed_length) == ("p", seed)
-        assert result.child.events == seed
+        assert result.child.events == seed + 1  # and the end-seed marker
 
 
 def test_a_fork_never_writes_through_a_symlink_out_of_the_root(tmp_path: Path) -> None:

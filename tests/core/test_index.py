@@ -25,7 +25,14 @@ from ..conftest import fixture_logs
 from .disk_logs import event, turn_records, write_lines, zstd_frames
 from .gen_logs import logs
 
-HEADER = {"type": "session", "version": 0, "id": "s-1", "createdAt": 1, "cwd": "/w"}
+HEADER = {
+    "type": "session",
+    "version": 0,
+    "delegationDepth": 0,
+    "id": "s-1",
+    "createdAt": 1,
+    "cwd": "/w",
+}
 
 
 def full_read(path: Path) -> LoadedSession:
@@ -188,7 +195,10 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.CORRUPT},
     ),
-    "header only, no newline": (b'{"type":"session","version":0,"id":"x"', {ProblemKind.TORN_TAIL}),
+    "header only, no newline": (
+        b'{"type":"session","version":0,"delegationDepth":0,"id":"x"',
+        {ProblemKind.TORN_TAIL},
+    ),
     "not a header": (b"".join(_line(r) for r in [*_turns(1)]), {ProblemKind.BAD_HEADER}),
     "empty": (b"", {ProblemKind.EMPTY}),
 }
@@ -277,7 +287,7 @@ def test_root_loads_and_forks_a_big_log_through_the_index(tmp_path: Path) -> Non
         e for e in contents.events if turn.first_seq <= e.seq <= (turn.end_seq or 0)
     ]
     result = root.fork(loaded.summary, loaded.turn_ends[-1], child_id="child-1")
-    assert result.child.events == 80_000
+    assert result.child.events == 80_001  # the seed and the end-seed marker
     assert result.child.seed_length == 80_000
     assert hashlib.sha256(big.path.read_bytes()).hexdigest() == before
     child = root.load(result.child)
@@ -313,7 +323,7 @@ def test_a_fork_copied_from_a_big_log_is_summarized_like_its_file(tmp_path: Path
     for k, boundary in enumerate([ends[0], ends[30], ends[39], ends[60], ends[-1]]):
         result = root.fork(loaded.summary, boundary, child_id=f"c-{k}")
         assert result.child == summarize(result.child.path, f"c-{k}")
-        assert result.child.events == boundary + 1
+        assert result.child.events == boundary + 2  # the seed and the end-seed marker
     titles = {root.resolve(f"c-{k}").title for k in range(5)}
     assert titles == {"question 1", "title 20", "title 120"}
 

@@ -73,7 +73,13 @@ def _write_root(root: Path, sessions: int) -> None:
     for k in range(sessions):
         folder = root / f"--home-dev-p{k % 3}--" / f"s{k:05d}"
         folder.mkdir(parents=True)
-        header = {"type": "session", "version": 0, "id": f"s{k:05d}", "createdAt": k}
+        header = {
+            "type": "session",
+            "version": 0,
+            "delegationDepth": 0,
+            "id": f"s{k:05d}",
+            "createdAt": k,
+        }
         if k % 7 == 3:
             header |= {"parentSession": f"s{k - 1:05d}", "seedLength": 0}
         lines = [
@@ -82,7 +88,8 @@ def _write_root(root: Path, sessions: int) -> None:
             {"type": "turn/start", "seq": 1, "time": 2, "data": {"turn": 1}},
         ]
         if k % 5:
-            lines.append({"type": "turn/end", "seq": 2, "time": 3, "data": {"turn": 1}})
+            end = {"turn": 1, "reason": {"kind": "completed"}}
+            lines.append({"type": "turn/end", "seq": 2, "time": 3, "data": end})
         body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
         if k % 97 == 5:
             body += b'{"type":"turn/st'  # a torn tail now and then

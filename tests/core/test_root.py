@@ -14,7 +14,14 @@ from turnline.core.writer import TEMP_PREFIX
 
 from .disk_logs import as_events, event, turn_records, write_lines, write_log
 
-HEADER = {"type": "session", "version": 0, "id": "s1", "createdAt": 5, "cwd": "/w"}
+HEADER = {
+    "type": "session",
+    "version": 0,
+    "delegationDepth": 0,
+    "id": "s1",
+    "createdAt": 5,
+    "cwd": "/w",
+}
 
 
 def _kinds(root: SessionRoot, ref: str) -> list[str]:

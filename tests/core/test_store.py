@@ -14,6 +14,15 @@ from turnline.core.store import ForkErrorCode, Session, SessionForkError, Sessio
 from .gen_logs import build_session, logs
 
 
+def seed_of(child: Any) -> list[SessionEvent]:
+    """A fork child's seed: its events before dsh's `session/end-seed` marker, which
+    must come right after the seed at seq = seedLength, with data `{}`."""
+    *seed, marker = child.events
+    assert (marker.type, marker.seq, marker.data) == ("session/end-seed", len(seed), {})
+    assert child.header.seed_length == len(seed) and child.header.delegation_depth == 0
+    return seed
+
+
 def turn(session: Session, n: int, reason: str = "completed", *, close: bool = True) -> int:
     """Append one turn (user text, a step, a tool call); return the last seq."""
     session.append("turn/start", {"turn": n})
@@ -37,7 +46,8 @@ def test_empty_source_default_boundary_gives_empty_child() -> None:
     store = SessionStore()
     parent = store.create("p", meta={"cwd": "/w"})
     child = store.fork(parent)
-    assert child.events == ()
+    # dsh's constructor marks even an empty seed's end.
+    assert [(e.type, e.seq, e.data) for e in child.events] == [("session/end-seed", 0, {})]
     assert child.header.seed_length == 0
     assert child.header.parent_session == "p"
     assert child.header.cwd == "/w"
@@ -58,7 +68,7 @@ def test_default_boundary_is_the_last_event_when_it_is_a_turn_end() -> None:
     last = turn(parent, 2)
     child = store.fork(parent)
     assert child.header.seed_length == last + 1
-    assert [e.to_json_dict() for e in child.events] == [e.to_json_dict() for e in parent.events]
+    assert [e.to_json_dict() for e in seed_of(child)] == [e.to_json_dict() for e in parent.events]
 
 
 def test_default_boundary_on_an_open_tail_names_the_nearest_turn_end() -> None:
@@ -83,8 +93,8 @@ def test_explicit_earlier_boundary_with_an_open_tail() -> None:
     turn(parent, 2, close=False)
     child = store.fork(parent, end1)
     assert child.header.seed_length == end1 + 1
-    assert [e.seq for e in child.events] == list(range(end1 + 1))
-    assert child.events[-1].type == "turn/end"
+    assert [e.seq for e in child.events] == list(range(end1 + 2))
+    assert seed_of(child)[-1].type == "turn/end"
 
 
 @pytest.mark.parametrize("kind", REASON_KINDS)
@@ -95,8 +105,8 @@ def test_every_reason_kind_is_forkable(kind: str) -> None:
     end = turn(parent, 2, kind)
     turn(parent, 3, "completed")
     child = store.fork(parent, end)
-    assert child.events[-1].data["reason"]["kind"] == kind
-    assert len(child) == end + 1
+    assert seed_of(child)[-1].data["reason"]["kind"] == kind
+    assert len(child) == end + 2  # the seed, then the end-seed marker
 
 
 def test_a_turn_end_of_an_unknown_shape_is_still_a_turn_end() -> None:
@@ -104,7 +114,7 @@ def test_a_turn_end_of_an_unknown_shape_is_still_a_turn_end() -> None:
     parent = store.create("p")
     parent.append("turn/start", {"turn": 1})
     end = parent.append("turn/end", {"error": "model exploded"}).seq
-    assert len(store.fork(parent, end)) == end + 1
+    assert len(store.fork(parent, end)) == end + 2
 
 
 @pytest.mark.parametrize(
@@ -183,7 +193,7 @@ def test_stale_object_is_not_live() -> None:
         store.fork(stale)
     with fork_error(ForkErrorCode.SESSION_NOT_LIVE):
         stale.append("turn/start", {"turn": 2})
-    assert len(store.fork("p")) == len(stale)  # the live instance still forks
+    assert len(store.fork("p")) == len(stale) + 1  # the live instance still forks
 
 
 def test_dropped_object_is_not_found() -> None:
@@ -255,7 +265,7 @@ def test_fork_deep_copies_parent_changes_never_reach_the_child() -> None:
     parent.events[0].data["nested"]["list"].clear()
     parent.append("turn/start", {"turn": 2})
     assert child.events[0].data["nested"]["list"] == [1, 2]
-    assert len(child) == 2
+    assert len(child) == 3  # two seed events and the marker
 
 
 def test_append_copies_its_input() -> None:
@@ -335,11 +345,11 @@ def test_child_events_equal_the_parent_prefix_for_any_turn_end(log: Any, data: A
         return
     boundary = data.draw(st.sampled_from(ends))
     child = store.fork(parent, boundary)
-    assert [e.to_json_dict() for e in child.events] == [
+    assert [e.to_json_dict() for e in seed_of(child)] == [
         e.to_json_dict() for e in parent.events[: boundary + 1]
     ]
     assert child.header.seed_length == boundary + 1
-    assert child.events[-1].type == "turn/end"
+    assert seed_of(child)[-1].type == "turn/end"
 
 
 @given(logs(), st.data())

@@ -68,7 +68,7 @@ def test_rows_reasons_steps_tools_and_excerpts() -> None:
     )
     assert one.forkable and two.forkable and three.is_open
     assert timeline.turn_ends == (9, 11)
-    assert timeline.title == "fix the bug"
+    assert timeline.title == "fix the bug…"  # cut from "fix the bug\nplease" (issue 10)
     assert timeline.turn_at(5) is one and timeline.turn_at(13) is three
     assert one.to_json_dict() == {
         "turn": 1,

@@ -109,3 +109,23 @@ def test_load_reads_the_log_once(tmp_path: Path, monkeypatch) -> None:
     assert len(opened) == 1  # one read serves the events and the fork offsets
     assert loaded.end_offsets[3] < loaded.end_offsets[7]
     assert loaded.timeline_builder() is not loaded.timeline_builder()  # handed over once
+
+
+def test_a_fresh_fork_has_no_own_turn_and_its_first_own_turn_starts_after_the_marker(
+    tmp_path: Path,
+) -> None:
+    write_log(tmp_path, SessionHeader("p", cwd="/p"), [*turn(0, 1), *turn(4, 2)])
+    root = SessionRoot(tmp_path)
+    done = root.fork("p", 3, "kid")
+    assert (done.child.events, done.child.last_seq, done.child.turns) == (5, 4, 1)
+    kid = SessionView(root.load(root.resolve("kid")))
+    assert [tv.inherited for tv in kid.turns] == [True]
+    assert kid.timeline.end_seed_seq == 4 and kid.seed_length == 4
+    # The marker is the last event: it is not a turn/end, so a default fork is refused
+    # (the RFC's rule), and it names the seed's turn/end to use instead.
+    refused = kid.boundary_error(None)
+    assert refused is not None and "seq 4 is session/end-seed" in refused.message
+    assert "nearest earlier turn/end is seq 3" in refused.message
+    kid.extend([[SessionEvent(e.type, e.seq + 1, e.time, e.data) for e in turn(4, 2)]])
+    own = kid.turns[1]
+    assert own.turn.first_seq == 5 and not own.inherited and own.forkable

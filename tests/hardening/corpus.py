@@ -37,6 +37,7 @@ def header(session_id: str, **fields: Any) -> dict[str, Any]:
         "version": 0,
         "id": session_id,
         "createdAt": 1_783_352_134_000,
+        "delegationDepth": 0,
         "cwd": CWD,
     }
     out.update(fields)

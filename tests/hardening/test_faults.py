@@ -63,7 +63,14 @@ def assert_complete_copy(child: Path, parent: Path) -> None:
     meta, parent_meta = orjson.loads(head), orjson.loads(parent_head)
     assert meta["parentSession"] == parent_meta["id"]
     assert meta["seedLength"] == parent_body.count(b"\n")
-    assert body == parent_body
+    # The parent's records, then dsh's end-seed marker at seq = seedLength.
+    assert body.startswith(parent_body)
+    marker = orjson.loads(body[len(parent_body) :])
+    assert (marker["type"], marker["seq"], marker["data"]) == (
+        "session/end-seed",
+        meta["seedLength"],
+        {},
+    )
 
 
 def assert_valid_child(child: Path, parent: Path, seed_length: int) -> None:
@@ -72,10 +79,13 @@ def assert_valid_child(child: Path, parent: Path, seed_length: int) -> None:
     assert got.problems == (), got.problems
     assert got.header is not None and want.header is not None
     assert got.header.parent_session == want.header.id
-    assert got.header.seed_length == seed_length == len(got.events)
-    assert [e.to_json_dict() for e in got.events] == [
+    # The seed, then dsh's end-seed marker at seq = seedLength.
+    assert got.header.seed_length == seed_length == len(got.events) - 1
+    assert [e.to_json_dict() for e in got.events[:-1]] == [
         e.to_json_dict() for e in want.events[:seed_length]
     ]
+    marker = got.events[-1]
+    assert (marker.type, marker.seq, marker.data) == ("session/end-seed", seed_length, {})
 
 
 # -- injected faults --------------------------------------------------------------------
@@ -354,7 +364,8 @@ def test_reading_and_forking_while_another_process_appends(tmp_path: Path, encod
         kid = read_log(child)
         assert kid.problems == () and kid.header is not None
         assert kid.header.seed_length == seed_length
-        assert [e.to_json_dict() for e in kid.events] == expected[:seed_length]
+        assert [e.to_json_dict() for e in kid.events[:-1]] == expected[:seed_length]
+        assert kid.events[-1].type == "session/end-seed"
     # The parent holds exactly what its writer wrote: turnline added nothing to it.
     want = (
         frame([header("live")])

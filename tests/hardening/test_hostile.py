@@ -175,3 +175,21 @@ def test_cli_fork_with_traversal_ids_writes_only_under_the_root(tmp_path: Path) 
         assert child == session_dir(rootdir, child_id, CWD) / "session.jsonl"
     created = _tree(tmp_path) - before
     assert created and all(p.is_relative_to(rootdir) for p in created)
+
+
+def test_raw_view_text_of_huge_events_is_bounded() -> None:
+    """The raw view's JSON of a turn with a 20 MB string field stays a bounded size
+    (each field cut to FIELD_LIMIT with a note), so the app never draws megabytes."""
+    from turnline.core.content import FIELD_LIMIT, RAW_CHARS, bounded, raw_events_text
+    from turnline.core.model import SessionEvent
+
+    huge = "x" * (20 * 1024 * 1024)
+    events = [
+        SessionEvent("tool/result", i, 0, {"message": {"content": [{"text": huge}]}})
+        for i in range(3)
+    ]
+    text = raw_events_text(events)
+    assert len(text) < RAW_CHARS + 2 * FIELD_LIMIT
+    assert "… 19.9 MB more" in text
+    part = bounded(huge)
+    assert len(part.text) == FIELD_LIMIT and part.more == len(huge) - FIELD_LIMIT

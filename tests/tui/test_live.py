@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import pytest
 from turnline.core.logfile import Encoding
@@ -107,7 +108,18 @@ async def test_new_and_removed_sessions_join_and_leave_the_tree(family: Family) 
 async def test_removing_the_open_session_clears_the_timeline(family: Family) -> None:
     async with TurnlineApp(family.root, tz=UTC).run_test(size=SIZE) as pilot:
         app = await open_session(pilot, family.other)
+        # The tree then highlights a neighbour, which loads at once: the cleared state is
+        # recorded when the pane says so, not polled for (a poll can miss it).
+        cleared: list[tuple[bool, int, bool]] = []
+        show_turn = app.detail.show_turn
+
+        def recording(*args: Any, **kwargs: Any) -> None:
+            if kwargs.get("note") == "this session's log was removed":
+                rows = app.query_one(TurnTimeline).row_count
+                cleared.append((app.view is None, rows, app.fork_plan() is None))
+            show_turn(*args, **kwargs)
+
+        app.detail.show_turn = recording  # type: ignore[method-assign]
         shutil.rmtree(family.other.parent)
-        await wait_for(pilot, lambda: app.view is None)
-        assert app.query_one(TurnTimeline).row_count == 0
-        assert app.active_bindings["f"].enabled is False
+        await wait_for(pilot, lambda: bool(cleared))
+        assert cleared == [(True, 0, True)]

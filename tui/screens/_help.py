@@ -16,7 +16,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓  j k", "move in the focused pane"),
     ("Tab / Shift+Tab", "next / previous pane"),
     ("Enter", "open the session; on a seed divider: jump to the parent"),
-    ("Enter (detail)", "unfold every folded block of the turn, or fold them again"),
+    ("Enter (detail)", "unfold every block of the turn (Fold all once all are open)"),
     ("f", "fork at the highlighted turn/end (▶ rows)"),
     ("p", "jump to the parent session, at the turn it was forked from"),
     ("v", "toggle the raw events (JSON) of the turn"),

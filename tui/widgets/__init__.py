@@ -2,14 +2,14 @@
 
 from ._session_tree import SessionTree, TreeEntry, session_label
 from ._timeline import Divider, TurnTimeline
-from ._turn_detail import TurnDetail, conversation
+from ._turn_detail import TurnContent, TurnDetail
 
 __all__ = [
     "Divider",
     "SessionTree",
     "TreeEntry",
+    "TurnContent",
     "TurnDetail",
     "TurnTimeline",
-    "conversation",
     "session_label",
 ]

@@ -1,0 +1,307 @@
+"""Record rules, each in one place: what a title is, what user input is, how a
+record's seqs and time are read, and the byte marks the scans search for.
+
+The full reader (`logfile`), the listing's byte scan (`summary`), the big-log index
+(`index`), the timeline and the watcher all ask these functions, so a rule changed
+here changes everywhere at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, NamedTuple
+
+import msgspec
+import orjson
+import zstandard
+
+from .codec import PACKED_TAGS, packed_count
+
+#: A fallback title (cut from the first user text) ends with this when text was left out.
+ELLIPSIS: Final = "…"
+
+#: Logs at least this big are indexed instead of read whole (see `SessionRoot.load`).
+INDEX_THRESHOLD: Final = 8 << 20
+#: A zstd log is indexed from this compressed size (dsh's text compresses about 4:1).
+ZSTD_INDEX_THRESHOLD: Final = INDEX_THRESHOLD // 4
+
+#: A first line longer than this is not a session header (a header is a few hundred
+#: bytes): a crash-zeroed or junk file is called a bad header at once, read no further.
+MAX_HEADER_LINE: Final = 1 << 20
+
+
+def long_header_message(limit: int = MAX_HEADER_LINE) -> str:
+    """The bad-header message for a first line longer than `limit` bytes."""
+    return f"the first line is longer than {limit >> 20} MiB: not a session header"
+
+
+#: How a `turn/end` record starts when dsh writes it (a fork copies up to such a line).
+TURN_END_LINE: Final = b'{"type":"turn/end"'
+#: A `"type":"turn/end"` member as any JSON writer spaces it (`json.dumps` writes
+#: `"type": "turn/end"`): what says that a completed turn follows a bad line.
+_TURN_END_MEMBER: Final = re.compile(rb'"type"[ \t\r]{0,32}:[ \t\r]{0,32}"turn/end"')
+#: Bytes a chunked search for that member must overlap its chunks by.
+TURN_END_OVERLAP: Final = 96
+
+
+def has_turn_end(buf: bytes, start: int = 0, end: int | None = None) -> bool:
+    """True if `buf[start:end]` holds a `"type":"turn/end"` member, however spaced."""
+    found = _TURN_END_MEMBER.search(buf, start, len(buf) if end is None else end)
+    return found is not None
+
+
+class RecordHead(msgspec.Struct, gc=False):
+    """What the scans need of a record line: its type and first seq (a plain event's
+    `seq`, a packed row's `seq0`). Decoding a line into it checks that the line is one
+    JSON value (every other key is skipped, its syntax still checked) and, as
+    `JSON.parse` and a `dict` do, takes the last of duplicate keys. A line whose
+    `type` is not a string or whose seq is not an integer fails with a
+    `msgspec.ValidationError`: the exact problem is then the full reader's to name.
+
+    What it does not check: that skipped strings are UTF-8 (the scans check bytes
+    that are not ASCII themselves) and that skipped numbers fit a double.
+    """
+
+    type: str
+    seq: int | None = None
+    seq0: int | None = None
+
+
+class _PackedData(msgspec.Struct, gc=False):
+    dt: list[int | float]
+    texts: list[msgspec.Raw] | None = None
+    args: list[msgspec.Raw] | None = None
+
+
+class _PackedHead(msgspec.Struct, gc=False):
+    seq0: int
+    data: _PackedData
+
+
+_decode_packed: Final = msgspec.json.Decoder(_PackedHead).decode
+
+
+def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
+    """(seq0, member count) of a packed row line that `codec.packed_count` would take,
+    checked without building its members; None when this quick decode cannot tell
+    (then decode the line whole and ask `packed_count`)."""
+    try:
+        head = _decode_packed(line)
+    except msgspec.DecodeError:
+        return None
+    members = head.data.args if PACKED_TAGS[tag][1] == "args" else head.data.texts
+    if not members or len(head.data.dt) != len(members) - 1:
+        return None
+    return head.seq0, len(members)
+
+
+#: Decodes one record line (bytes) into a `RecordHead`.
+decode_head: Final = msgspec.json.Decoder(RecordHead).decode
+#: Errors `decode_head` raises for a line it does not take (`ValidationError` included).
+HeadError: Final = msgspec.DecodeError
+
+
+class ZstdFrame(NamedTuple):
+    """One frame of a zstd log, as `zstd_frames` finds it.
+
+    Attributes:
+        start: Offset of the frame in the compressed bytes.
+        end: Offset just past it (`start` for a frame that stops the walk).
+        content: Its decompressed bytes; None if the walk stops here.
+        error: Why it does not decode (corruption); None for a whole frame, and for an
+            incomplete last frame (an unfinished write: `content` is None too).
+    """
+
+    start: int
+    end: int
+    content: bytes | None
+    error: str | None
+
+
+def zstd_frames(data: bytes, dctx: zstandard.ZstdDecompressor | None = None) -> Iterator[ZstdFrame]:
+    """The frames of a multi-frame zstd log held in memory, in order: whole ones, then
+    (if the bytes end inside one or reach one that does not decode) one that stops the
+    walk. The one frame loop of the full reader and the listing; the index streams the
+    same frames from the file in bounded windows (`index._FrameReader`)."""
+    dctx = dctx or zstandard.ZstdDecompressor()
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        dobj = dctx.decompressobj()
+        try:
+            content = dobj.decompress(view[pos:])
+        except zstandard.ZstdError as exc:
+            yield ZstdFrame(pos, pos, None, str(exc))
+            return
+        if not dobj.eof:
+            yield ZstdFrame(pos, pos, None, None)
+            return
+        end = len(view) - len(dobj.unused_data)
+        yield ZstdFrame(pos, end, content, None)
+        pos = end
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(line: bytes) -> Any:
+    """One JSON value, as the logs' writer (JavaScript's `JSON.parse`) reads it.
+
+    orjson reads almost every line. It refuses two things that `JSON.parse` takes
+    and that a JavaScript writer can produce, and for those only the standard
+    library's `json` reads the line instead:
+
+    - a lone surrogate escape (`"\\ud83d"`: `JSON.stringify` writes one for half an
+      emoji). The string keeps the lone half; shown text replaces it with U+FFFD
+      (`textsafe`).
+    - a number out of a double's range (`1e400`). `JSON.parse` reads it as
+      Infinity, so it is read as `float("inf")`: legal JSON, not corruption.
+
+    Raises:
+        orjson.JSONDecodeError: neither accepts the line (orjson's own error).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        why = str(exc)
+        if "surrogate" not in why and "infinity" not in why:
+            raise
+        try:
+            return json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
+#: How many seq problems one log reports before it only counts them.
+MAX_SEQ_PROBLEMS: Final = 20
+
+
+def seq_step(
+    count: int, contiguous: int, prev: int | None, seq: int, n: int = 1
+) -> tuple[int, bool]:
+    """The seq rule of the full reader and the index, for `n` events with consecutive
+    seqs from `seq` that follow `count` events (the last with seq `prev`, None for
+    none), of which the first `contiguous` have `seq == index`.
+
+    Returns the new `contiguous` and whether these events break the order (a gap, a
+    duplicate, a step back, a first seq other than 0): one problem per break, and
+    none while the seqs go on consecutively after one.
+    """
+    if seq == count and contiguous == count:
+        return count + n, False
+    if prev is not None and seq == prev + 1:
+        return contiguous, False
+    if prev is None and seq == count:
+        return contiguous, False
+    return contiguous, True
+
+
+#: The record types that open and close a turn.
+TURN_TYPES: Final = frozenset(("turn/start", "turn/end"))
+
+
+def count_turns(kinds: Iterable[str], turns: int = 0, open_turn: bool = False) -> tuple[int, bool]:
+    """(turns, open turn?) after the turn records `kinds` (`turn/start`, `turn/end`;
+    other types are ignored), from `turns` and `open_turn`: a `turn/start` starts a
+    turn; a `turn/end` closes the open one, or is a turn of its own when none is open
+    (real logs hold such rows), the way the timeline groups them."""
+    for kind in kinds:
+        if kind == "turn/start":
+            turns += 1
+            open_turn = True
+        elif kind == "turn/end":
+            turns += 0 if open_turn else 1
+            open_turn = False
+    return turns, open_turn
+
+
+def has_reason_kind(data: Any) -> bool:
+    """True if a `turn/end` event's data has a `reason.kind` string (else the log has
+    an odd event: `logfile.turn_end_problem`)."""
+    reason = data.get("reason") if isinstance(data, dict) else None
+    return isinstance(reason, dict) and isinstance(reason.get("kind"), str)
+
+
+def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
+    """The text parts of a message (`{content:[{type:"text",text}…]}`), joined by newlines."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content if "text" in kinds else ""
+    if not isinstance(content, list):
+        return ""
+    parts = [
+        part.get("text", "")
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def is_user_input(message: Any) -> bool:
+    """True for a message the user typed (no `source.kind`, or `user`); False for
+    plugin-injected context and for anything that is not a message."""
+    if not isinstance(message, dict):
+        return False
+    source = message.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    return kind in (None, "user")
+
+
+def fallback_title(text: str) -> str | None:
+    """The title a session without `session/title` takes from its first user text:
+    its first non-blank line, ending with `…` when the text goes on past it; None
+    for blank text."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    first, _, rest = stripped.partition("\n")
+    first = first.rstrip("\r")
+    return first + ELLIPSIS if rest.strip() else first
+
+
+def user_title(message: Any) -> str | None:
+    """The fallback title a `user/message` event's data gives, or None if it gives none
+    (not user input, or blank)."""
+    if not is_user_input(message):
+        return None
+    return fallback_title(message_text(message))
+
+
+def session_title(data: Any) -> str | None:
+    """The title a `session/title` event's data sets, or None if it sets none."""
+    if isinstance(data, dict):
+        title = data.get("title")
+        if isinstance(title, str):
+            return title
+    return None
+
+
+def _number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def record_last_time(obj: Any) -> float | None:
+    """Epoch ms of the last event a decoded record holds, as `codec.expand_record`
+    times it (a missing or non-numeric time is 0; a packed row is `time0` plus its
+    deltas, added in order), or None if `expand_record` would refuse the record."""
+    if type(obj) is not dict:
+        return None
+    rtype = obj.get("type")
+    if rtype in PACKED_TAGS and "seq0" in obj:
+        if packed_count(obj) is None:
+            return None
+        time = obj.get("time0", 0)
+        if not _number(time):
+            time = 0
+        for delta in obj["data"]["dt"]:
+            time += delta
+        return time  # type: ignore[no-any-return]
+    time = obj.get("time", 0)
+    return time if _number(time) else 0
