@@ -30,7 +30,7 @@ PYTHON = sys.executable
 TURNLINE = str(Path(PYTHON).parent / "turnline")
 TIME = "/usr/bin/time"
 #: Figure groups `--only` can pick ("tui" is the tree and first-rows probes).
-GROUPS = ("show", "wide", "tui", "fork", "refresh", "live")
+GROUPS = ("show", "wide", "tui", "fork", "refresh", "live", "usage", "search")
 
 NAIVE = """
 import sys, orjson
@@ -495,7 +495,8 @@ def main() -> None:
         big = write_big_log(big_dir / "session.jsonl", events=events)
         zst = zst_dir / "session.jsonl.zstd"
         zsize = write_zstd_copy(big, zst) if "show" in only else 0
-        wide = write_wide_root(work / "wide", sessions=sessions) if "wide" in only else None
+        wanted_wide = only & {"wide", "usage", "search"}
+        wide = write_wide_root(work / "wide", sessions=sessions) if wanted_wide else None
         print(
             f"inputs in {time.perf_counter() - started:.1f} s: big log {big.events} events, "
             f"{big.turns} turns, {big.size / 1e6:.0f} MB (zstd {zsize / 1e6:.0f} MB)"
@@ -509,8 +510,16 @@ def main() -> None:
         )
         if "show" in only:
             bench_show(big.path, zst, big.size, rows)
-        if wide is not None:
+        if wide is not None and "wide" in only:
             bench_wide(wide.path, rows, tui="tui" in only)
+        if "usage" in only:
+            from benchmarks.usage import bench_usage
+
+            bench_usage(wide.path if wide else None, big.path, rows, Row, timed_together)
+        if wide is not None and "search" in only:
+            from .search import bench_search
+
+            bench_search(wide.path, rows, Row, TURNLINE)
         if "tui" in only:
             bench_tui_big(work, big.path, rows, toolong=not args.no_toolong)
         if "fork" in only:

@@ -167,10 +167,12 @@ def main() -> None:
     if mode == "rows":
         result = asyncio.run(rows(target))
     elif mode == "tree":
-        # As `turnline ROOT` does (cli.main.cmd_open): the scan is forked before
-        # Textual is imported, so the two overlap.
+        # As `turnline ROOT` does (cli.main.cmd_open): the pool starts and the scan
+        # runs in it before Textual is imported, so the two overlap.
+        from turnline.core.parallel import start_pool
         from turnline.core.root import SessionRoot
 
+        start_pool()
         scan = SessionRoot(target).scan_in_background()
         result = asyncio.run(tree(target, scan))
     else:

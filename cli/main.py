@@ -22,6 +22,7 @@ from typing import Any, Final, NoReturn
 import orjson
 from turnline.core.lineage import link_sessions
 from turnline.core.logfile import encoding_of
+from turnline.core.parallel import start_pool, stop_pool
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
 from turnline.core.store import SessionForkError
 from turnline.core.summary import state_json, state_link_key
@@ -30,9 +31,9 @@ from turnline.core.view import SessionView
 
 from . import render
 
-COMMANDS: Final = ("ls", "show", "fork", "tree", "open", "demo")
+COMMANDS: Final = ("ls", "show", "fork", "tree", "usage", "search", "open", "demo")
 #: Commands that never open the terminal UI.
-HEADLESS: Final = frozenset(("ls", "show", "fork", "tree"))
+HEADLESS: Final = frozenset(("ls", "show", "fork", "tree", "usage", "search"))
 VERSION_FALLBACK: Final = "0.1.0"
 
 
@@ -286,6 +287,133 @@ def cmd_tree(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_usage(args: argparse.Namespace) -> int:
+    """`turnline usage [ROOT] [SESSION] [--by ...] [--prices FILE] [--json]`."""
+    from turnline.core.prices import load_prices
+    from turnline.core.usage import UsageTotals, root_usage
+    from turnline.core.xdg import ConfigError
+
+    try:
+        prices = load_prices(Path(args.prices) if args.prices else None)
+    except ConfigError as exc:
+        raise CliError("BAD_PRICES", exc.message) from exc
+    if args.second is not None:
+        root, ref = _open_root(args.first), args.second
+    elif args.first is not None and not Path(args.first).exists():
+        root, ref = _open_root(None), args.first  # a lone SESSION under the default root
+    else:
+        root, ref = _open_root(args.first), None
+    only = root.resolve(ref) if ref is not None else None
+    usage = root_usage(root, only)
+    if args.json:
+        _print_json(usage.to_json_dict(prices))
+        return 0
+    rows: list[tuple[str, UsageTotals]] = []
+    if args.by == "session":
+        rows = [(s.id, s.own) for s in usage.sessions]
+    else:
+        groups: dict[str, UsageTotals] = {}
+        cwd_of = {str(summary.path): summary.cwd for summary in root.summaries()}
+        for s in usage.sessions:
+            if args.by == "project":
+                key = cwd_of.get(s.path) or "?"
+                groups.setdefault(key, UsageTotals()).add(s.own)
+            else:
+                for k, row in s.own.tokens.items():
+                    label = k[0] if args.by == "model" else _day(k[1])
+                    target = groups.setdefault(label, UsageTotals())
+                    target.tokens[k] = [
+                        a + b for a, b in zip(target.tokens.get(k, [0] * 6), row, strict=True)
+                    ]
+        rows = list(groups.items())
+    _print_lines(render.usage_lines(rows, usage.totals, prices, args.by))
+    if usage.inherited_from_outside.tokens:
+        _print_lines(
+            [f"inherited from outside: {usage.inherited_from_outside.total_tokens} tokens"]
+        )
+    unpriced = usage.unpriced_models(prices)
+    if prices is not None and unpriced:
+        _print_lines([f"unpriced models: {', '.join(one_line(m) for m in unpriced)}"])
+    return 0
+
+
+def _day(day: int) -> str:
+    import datetime
+
+    return (datetime.date(1970, 1, 1) + datetime.timedelta(days=day)).isoformat()
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`turnline search [ROOT] QUERY [--in ...] [--include-inherited] [--session ID]
+    [--limit N] [--no-cache] [--json]`."""
+    from turnline.core.catalog import CatalogError
+    from turnline.core.search import QueryError, open_catalog, parse_fields, search
+
+    words: list[str] = args.words
+    # [ROOT] QUERY: the first word is ROOT when more follow and it names something on disk
+    # (a query of several words may also be given unquoted).
+    if len(words) > 1 and os.path.exists(words[0]):
+        root_arg, query = words[0], " ".join(words[1:])
+    else:
+        root_arg, query = None, " ".join(words)
+    try:
+        fields = parse_fields(args.fields)
+        if args.limit is not None and args.limit < 0:
+            raise QueryError("--limit must be 0 or more")
+        root = _open_root(root_arg)
+        session = args.session if root.single is None else str(root.single)
+        progress = _search_progress() if sys.stderr.isatty() and not args.json else None
+        catalog = open_catalog(root.path, no_cache=args.no_cache)
+        try:
+            result = search(
+                catalog,
+                query,
+                fields=fields,
+                include_inherited=args.include_inherited,
+                session=session,
+                limit=args.limit,
+                progress=progress,
+            )
+        finally:
+            catalog.close()
+    except QueryError as exc:
+        raise CliError("BAD_QUERY", str(exc)) from exc
+    except CatalogError as exc:
+        raise CliError("CATALOG_ERROR", str(exc)) from exc
+    if args.json:
+        _print_json(result.to_json_dict())
+        return 0
+    lines = [_search_line(hit) for hit in result.hits]
+    if result.total > len(result.hits):
+        lines.append(f"… {result.total - len(result.hits)} more (--limit)")
+    _print_lines(lines or ["no hits"])
+    return 0
+
+
+def _search_line(hit: Any) -> str:
+    """One hit: title, short id, turn, field and the marked snippet (all sanitized)."""
+    title = one_line(hit.title or hit.session, 40)
+    credit = f" (from {one_line(hit.inherited_from)[:8]})" if hit.inherited_from else ""
+    heirs = f" +{hit.inherited_by} forks" if hit.inherited_by else ""
+    return (
+        f"{title}  {one_line(hit.session)[:8]}  turn {hit.turn}  {hit.field}{credit}{heirs}\n"
+        f"    {hit.marked()}"
+    )
+
+
+def _search_progress() -> Callable[[int, int], None]:
+    """Progress of a catalog update on the terminal (stderr), cleared when done."""
+
+    def show(done: int, total: int) -> None:
+        if total < 20:
+            return
+        end = "\r\x1b[K" if done >= total else ""
+        _write(sys.stderr, f"\rindexing logs for search: {done}/{total}{end}")
+        sys.stderr.flush()
+
+    return show
+
+
 def _lazy(module: str, name: str, what: str) -> Callable[..., Any]:
     """Import `module.name` only when a command needs it (keeps textual out of `ls`)."""
     try:
@@ -303,9 +431,12 @@ def cmd_open(args: argparse.Namespace) -> int:
     """`turnline [open] [ROOT|FILE] [--poll]`: the terminal UI."""
     path = Path(args.root) if args.root is not None else default_root()
     root = SessionRoot(path)  # a missing or odd path is refused here, before textual loads
-    # The scan runs in a forked process while Textual loads (half a second of imports):
-    # forked now, before the app starts any thread.
-    scan = root.scan_in_background() if root.single is None else None
+    # The scan runs in the process pool while Textual loads (half a second of imports):
+    # the pool's workers are forked now, while this process has one thread, and never
+    # again (the app forks nothing: see docs/ARCHITECTURE.md, Processes).
+    scan = None
+    if root.single is None and start_pool() is not None:
+        scan = root.scan_in_background()
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
     status = run_app(path, poll=args.poll, scan=scan)
     return status if isinstance(status, int) else 0
@@ -358,6 +489,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class _IntermixedParser(_Parser):
+    """A subcommand parser that takes options between its positionals
+    (`search ROOT --in tool WORD`)."""
+
+    _inside = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._inside:
+            return super().parse_known_args(args, namespace)
+        self._inside = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inside = False
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     parser = _Parser(
@@ -403,10 +552,50 @@ def build_parser() -> argparse.ArgumentParser:
     tree.add_argument("root", nargs="?", metavar="ROOT")
     tree.set_defaults(run=cmd_tree)
 
+    find = sub.add_parser(
+        "search",
+        help="find text in every session, credited to the session that said it",
+        usage="turnline search [-h] [--in FIELDS] [--include-inherited] [--session ID] "
+        "[--limit N] [--no-cache] [--json] [ROOT] QUERY",
+        description='QUERY: words (all within one turn), "a phrase", prefix*.',
+    )
+    find.__class__ = _IntermixedParser
+    find.add_argument("words", nargs="+", metavar="[ROOT] QUERY")
+    find.add_argument(
+        "--in",
+        dest="fields",
+        metavar="FIELDS",
+        help="comma-separated: user,assistant,reasoning,tool (default: user,assistant)",
+    )
+    find.add_argument(
+        "--include-inherited", action="store_true", help="also list each fork's inherited copy"
+    )
+    find.add_argument("--session", metavar="ID", help="only hits in this session (id prefix)")
+    find.add_argument("--limit", type=int, metavar="N", help="at most N hits (newest first)")
+    find.add_argument("--no-cache", action="store_true", help="do not use the catalog")
+    find.add_argument("--json", action="store_true", help="print JSON")
+    find.set_defaults(run=cmd_search)
+
     open_ = sub.add_parser("open", help="open the app (the default command)")
     open_.add_argument("root", nargs="?", metavar="ROOT|FILE")
     open_.add_argument("--poll", action="store_true", help="poll for changes (no inotify)")
     open_.set_defaults(run=cmd_open)
+
+    usage = sub.add_parser(
+        "usage",
+        help="tokens, cost and time: each session's own, inherited and subtree",
+        usage="turnline usage [-h] [--by {session,model,project,day}] [--prices FILE] "
+        "[--json] [ROOT] [SESSION]",
+        description="SESSION (an id, a unique id prefix, or a log path) limits the output "
+        "to it and its subtree. Prices come from --prices FILE or "
+        "$XDG_CONFIG_HOME/turnline/prices.toml.",
+    )
+    usage.add_argument("first", nargs="?", metavar="ROOT|SESSION")
+    usage.add_argument("second", nargs="?", metavar="SESSION")
+    usage.add_argument("--by", choices=("session", "model", "project", "day"), default="session")
+    usage.add_argument("--prices", metavar="FILE", help="a price table (TOML)")
+    usage.add_argument("--json", action="store_true", help="print JSON")
+    usage.set_defaults(run=cmd_usage)
 
     demo = sub.add_parser("demo", help="open the app on a generated, live demo root")
     demo.add_argument("--dir", metavar="DIR", help="build the demo here (default: a temp dir)")
@@ -491,6 +680,7 @@ def console() -> NoReturn:
             status = status or 1
         except (OSError, ValueError):
             status = status or 1
+        stop_pool()  # no pool worker outlives the command (`_exit` runs no atexit)
         os._exit(status)
     sys.exit(status)
 

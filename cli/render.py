@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
@@ -255,4 +255,51 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
     for group in lineage.missing:
         lines.append(f"missing parent {one_line(group.parent_id)}")
         draw(group.children, "", True)
+    return lines
+
+
+def compact_tokens(n: int) -> str:
+    """A token count in a few characters: 950, 12.3k, 4.1M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def usage_lines(rows: Sequence[tuple[str, Any]], totals: Any, prices: Any, by: str) -> list[str]:
+    """`turnline usage`: one row per session/model/project/day (`UsageTotals`),
+    sorted by spend (cost when priced, else billed tokens), then a totals line."""
+
+    def spend(item: tuple[str, Any]) -> tuple[float, int]:
+        cost = item[1].cost(prices)
+        return (cost if cost is not None else -1.0, item[1].total_tokens)
+
+    header = [by, "input", "output", "cache-r", "cache-w", "calls", "turns", "tools", "cost"]
+    table = [header]
+    for label, u in [*sorted(rows, key=spend, reverse=True), ("total", totals)]:
+        b = u.buckets()
+        table.append(
+            [
+                one_line(label, 60),
+                compact_tokens(b[0]),
+                compact_tokens(b[1]),
+                compact_tokens(b[2]),
+                compact_tokens(b[3]),
+                str(b[5]),
+                str(u.turns),
+                str(u.tool_calls),
+                _cost(u.cost(prices)),
+            ]
+        )
+    # The label goes last in `_table` (left ragged): move it there.
+    lines = _table([row[1:] + row[:1] for row in table], right=range(8))
+    unmetered = sum(totals.unmetered.values())
+    if unmetered:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(totals.unmetered.items()))
+        lines.append(f"warning: {_plural(unmetered, 'LLM call')} without usage ({kinds})")
     return lines

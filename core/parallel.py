@@ -1,42 +1,40 @@
-"""Spread a pure, per-item function over the machine's cores with `fork`.
+"""The project's one process pool, and `split_map` over it.
 
 Listing a root of ten thousand logs is CPU-bound Python (a header parse and a few
-byte scans per log), so one interpreter uses one core. `split_map` forks children
-that each compute a contiguous share of the items and send their results back
-through a pipe, while the calling process computes the first share. Results cross
-as plain values (`pack` in the child, `marshal`, `unpack` in the parent): pickling
-ten thousand dataclasses would cost more than the work saved.
+byte scans per log), so one interpreter uses one core. The work is spread over a
+`concurrent.futures.ProcessPoolExecutor` that `start_pool` creates while the
+process still has a single thread: on Linux its workers are forked at once, before
+the pool's manager thread exists, and no fork happens after that (a fork copies
+only the calling thread, and any lock another thread held stays locked in the
+child). A process with threads (the running app) never starts the pool: it uses
+the pool started before its first thread, or works serially.
 
-Nothing here can change a result: a child that fails in any way (cannot fork,
-crashes, is killed, sends a short or unreadable reply) only costs time, because the
-parent then computes that share itself. Children never touch the caller's state:
-they run `func`, write one reply and leave with `os._exit` (no atexit handlers, no
-flushing of buffers inherited from the parent).
+Nothing here can change a result: a share whose task fails in any way (a worker
+crashes, the pool breaks, a reply does not unpack) only costs time, because the
+caller then computes it itself. Workers ignore SIGINT (Ctrl-C is the caller's) and
+write nowhere (their stdout and stderr are /dev/null): they compute and reply.
 
-`fork_child`, `write_all`, `child_reply` and `abandon` are the project's one way to
-fork: `root.BackgroundScan` and the two-core index (`index._index_raw_split`,
-`index._index_zstd_split`) use them too.
+The pool is the project's only way to make processes: nothing else forks.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import marshal
 import multiprocessing
 import os
+import signal
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Final, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-#: Below this many items per worker a fork costs more than it saves.
+#: Below this many items per worker a task costs more than it saves.
 MIN_SHARE: Final = 500
 #: At most this many processes (the caller included) work on one call.
 MAX_WORKERS: Final = 4
@@ -44,6 +42,8 @@ MAX_WORKERS: Final = 4
 
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
+#: True in a pool worker: it never starts a pool of its own.
+_in_worker = False
 
 
 def start_pool(workers: int | None = None) -> ProcessPoolExecutor | None:
@@ -69,11 +69,13 @@ def start_pool(workers: int | None = None) -> ProcessPoolExecutor | None:
         if method == "fork" and threading.active_count() > 1:
             return None  # a fork now would copy a process with other threads in it
         try:
-            pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context(method))
+            pool = ProcessPoolExecutor(
+                count, mp_context=multiprocessing.get_context(method), initializer=_quiet_worker
+            )
             # With `fork`, the first submit launches every worker before the manager
             # thread starts: from here on no fork happens.
             pool.submit(int).result()
-        except (OSError, RuntimeError, ValueError):
+        except Exception:  # no processes here (OSError, a broken pool): work serially
             return None
         _pool = pool
         atexit.register(stop_pool)
@@ -86,7 +88,10 @@ def process_pool() -> ProcessPoolExecutor | None:
 
 
 def stop_pool() -> None:
-    """Shut the pool down and wait for its workers (idle workers leave at once)."""
+    """Shut the pool down and wait for its workers (idle workers leave at once).
+
+    A command that leaves with `os._exit` calls this first: no worker outlives it.
+    """
     global _pool
     with _pool_lock:
         pool, _pool = _pool, None
@@ -95,12 +100,47 @@ def stop_pool() -> None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _quiet_worker() -> None:
+    """A pool worker's start: Ctrl-C belongs to the caller, and a worker never prints
+    (in the app its output would land on the screen)."""
+    global _in_worker, _pool
+    _in_worker, _pool = True, None
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+
 def usable_cores() -> int:
     """Cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def pool_for_work() -> ProcessPoolExecutor | None:
+    """The pool to use now: the running one, else one started here if this process
+    has no other thread yet (a headless command), else None (work serially)."""
+    pool = _pool
+    if pool is None and not _in_worker and threading.active_count() == 1:
+        pool = start_pool()
+    return pool
+
+
+def discard_broken(pool: ProcessPoolExecutor) -> None:
+    """Forget `pool` if a worker of it died (it takes no more tasks); a later
+    `start_pool` in a single-threaded process starts a fresh one."""
+    global _pool
+    if not getattr(pool, "_broken", False):
+        return
+    with _pool_lock:
+        if _pool is pool:
+            _pool = None
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def split_map(
@@ -114,134 +154,49 @@ def split_map(
 ) -> list[R]:
     """`[func(item) for item in items]`, computed on up to `workers` cores.
 
-    `func` must not depend on state that changes during the call. `pack` turns a
-    result into values `marshal` takes (None, bool, int, float, str, bytes, tuple,
-    list, dict) and `unpack(item, packed)` turns them back into an equal result.
-    The result is the serial list comprehension's whatever happens to the children.
+    `func` and `pack` must be picklable (module-level functions, `functools.partial`
+    of them) and must not depend on state that changes during the call. `pack` turns
+    a result into plain values and `unpack(item, packed)` turns them back into an
+    equal result. The caller computes the first share while the pool computes the
+    others; the result is the serial list comprehension's whatever the pool does.
     """
     n = len(items)
     want = workers if workers is not None else min(usable_cores(), MAX_WORKERS)
     count = max(1, min(want, n // max(min_share, 1)))
-    if count == 1 or not hasattr(os, "fork"):
+    pool = pool_for_work() if count > 1 else None
+    if pool is None:
         return [func(item) for item in items]
     bounds = [n * k // count for k in range(count + 1)]
-    children: list[tuple[int, int, int, int]] = []  # (pid, read fd, start, end)
+    futures: list[Future[list[object]] | None] = []
     for k in range(1, count):
-        child = _spawn(func, pack, items, bounds[k], bounds[k + 1])
-        if child is not None:
-            children.append(child)
+        try:
+            futures.append(pool.submit(_share, func, pack, items[bounds[k] : bounds[k + 1]]))
+        except Exception:  # a broken or stopped pool: this share is computed here
+            futures.append(None)
     results: list[R] = [func(item) for item in items[: bounds[1]]]
-    shares: dict[int, list[R]] = {}
-    for pid, fd, start, end in children:
-        packed = _collect(pid, fd, end - start)
-        if packed is not None:
-            try:
-                shares[start] = [
-                    unpack(item, v) for item, v in zip(items[start:end], packed, strict=True)
-                ]
-            except Exception:  # a reply that does not unpack: compute it here
-                continue
-    for k in range(1, count):
-        start, end = bounds[k], bounds[k + 1]
-        share = shares.get(start)
-        results.extend(share if share is not None else [func(item) for item in items[start:end]])
+    for k, future in enumerate(futures, start=1):
+        share = items[bounds[k] : bounds[k + 1]]
+        got = _unpacked(future, share, unpack)
+        results.extend(got if got is not None else [func(item) for item in share])
+    discard_broken(pool)
     return results
 
 
-def fork_child(work: Callable[[int], None], *, keep: Sequence[int] = ()) -> tuple[int, int] | None:
-    """Fork a child that runs `work(write_fd)` and leaves; (pid, read fd) or None.
+def _share(func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]) -> list[object]:
+    """One share of `split_map`, in a pool worker."""
+    return [pack(func(item)) for item in items]
 
-    The child closes the read end (and any fd in `keep`: read ends of earlier
-    children that belong to the parent), runs `work`, and leaves with `os._exit`:
-    status 0 if `work` returned, 1 if it raised. No atexit handlers run in it and no
-    buffer inherited from the parent is flushed. Read its reply with `child_reply`.
-    """
-    if not hasattr(os, "fork"):
+
+def _unpacked(
+    future: Future[list[object]] | None, items: Sequence[T], unpack: Callable[[T, object], R]
+) -> list[R] | None:
+    """A share's results, or None if its task failed or its reply does not unpack."""
+    if future is None:
         return None
     try:
-        read_fd, write_fd = os.pipe()
-    except OSError:
+        packed = future.result()
+        if not isinstance(packed, list) or len(packed) != len(items):
+            return None
+        return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
+    except Exception:  # a crashed worker, a broken pool, a reply that does not unpack
         return None
-    try:
-        with warnings.catch_warnings():
-            # Python 3.12+ warns about fork in a threaded process: the child here
-            # only computes, writes to its pipe and `_exit`s, taking no shared lock.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
-        return None
-    if pid == 0:  # the child
-        status = 1
-        try:
-            for fd in (read_fd, *keep):
-                os.close(fd)
-            work(write_fd)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` to `fd` (a pipe takes it in pieces)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def child_reply(pid: int, fd: int) -> bytes | None:
-    """Everything a `fork_child` child wrote, if it ended well (status 0, something
-    written); else None. Reads to the end, closes `fd` and reaps the child."""
-    chunks: list[bytes] = []
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    except OSError:
-        chunks = []
-    finally:
-        os.close(fd)
-    return b"".join(chunks) if reaped(pid) and chunks else None
-
-
-def abandon(pid: int, fd: int) -> None:
-    """Stop a `fork_child` child whose reply is not wanted, and reap it."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, 9)
-    child_reply(pid, fd)
-
-
-def reaped(pid: int) -> bool:
-    """Wait for a child; True if it exited with status 0."""
-    try:
-        return os.waitpid(pid, 0)[1] == 0
-    except ChildProcessError:
-        return False
-
-
-def _spawn(
-    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T], start: int, end: int
-) -> tuple[int, int, int, int] | None:
-    """Fork a child computing `items[start:end]`; (pid, read end, start, end) or None."""
-
-    def work(fd: int) -> None:
-        write_all(fd, marshal.dumps([pack(func(item)) for item in items[start:end]]))
-
-    child = fork_child(work)
-    return None if child is None else (*child, start, end)
-
-
-def _collect(pid: int, fd: int, expected: int) -> list[object] | None:
-    """A child's packed results, or None if it did not deliver all of them."""
-    reply = child_reply(pid, fd)
-    if reply is None:
-        return None
-    try:
-        share = marshal.loads(reply)
-    except (EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(share, list) or len(share) != expected:
-        return None
-    return share

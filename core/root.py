@@ -8,21 +8,22 @@ A root is any directory (or one log file). Sessions are found in the dsh layout
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gc
-import marshal
 import mmap
 import os
-import selectors
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import orjson
+import zstandard
 
 from .codec import encode_records, parse_header
 from .index import (
@@ -35,7 +36,7 @@ from .index import (
     worth_indexing,
 )
 from .layout import decode_session_id, is_project_dir, session_dir
-from .lineage import Lineage, build_lineage
+from .lineage import Lineage, LineageNode, build_lineage, link_key
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
     FORMAT_VERSION,
@@ -44,15 +45,7 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
-from .parallel import (
-    MIN_SHARE,
-    abandon,
-    fork_child,
-    reaped,
-    split_map,
-    usable_cores,
-    write_all,
-)
+from .parallel import MIN_SHARE, discard_broken, process_pool, split_map, usable_cores
 from .store import (
     ForkErrorCode,
     SessionForkError,
@@ -118,13 +111,32 @@ def has_session_header(path: Path) -> bool:
     """True if the file's first record is a session header (cheap: first line only)."""
     try:
         if encoding_of(path) is Encoding.ZSTD:
-            return summarize(path).header is not None
+            first = _first_frame_line(path)
+            if first is None:
+                return False
+            obj = orjson.loads(first)
+            return isinstance(obj, dict) and parse_header(obj)[0] is not None
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
         obj = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError, zstandard.ZstdError):
         return False
     return isinstance(obj, dict) and obj.get("type") == "session"
+
+
+def _first_frame_line(path: Path) -> bytes | None:
+    """The first line of a zstd log, decompressing only its first frame (and at most
+    1 MiB of it); None if the frame holds no whole line."""
+    with open(path, "rb") as fh:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        out = b""
+        while b"\n" not in out and len(out) < 1 << 20 and not frame.eof:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                break
+            out += frame.decompress(chunk)
+    line, newline, _ = out.partition(b"\n")
+    return line if newline else None
 
 
 def layout_session_id(path: Path) -> str | None:
@@ -146,11 +158,14 @@ def discover(
 ) -> Iterator[tuple[Path, str | None]]:
     """Yield `(log path, id implied by the layout or None)` for every log under root.
 
-    Follows directory symlinks once (a loop is skipped), never raises: a folder that
-    vanishes or cannot be listed is reported to `on_error` and passed over.
+    Follows directory symlinks once (a loop is skipped) when they lead to a folder
+    inside the root; one leading out of it (to `/`, say) is not followed and is
+    reported to `on_error`. Never raises: a folder that vanishes or cannot be listed
+    is reported to `on_error` and passed over.
     """
     root = Path(root)
-    for item in _walk([(str(root), root.name, root.parent.name, 0)], set()):
+    top = os.path.realpath(root)
+    for item in _walk([(str(root), root.name, root.parent.name, 0)], set(), top=top):
         if item[0] == "log":
             yield Path(item[1]), item[2]
         elif item[0] == "error" and on_error is not None:
@@ -175,13 +190,15 @@ def _walk(
     *,
     cutoff: int | None = None,
     walked: list[tuple[int, int]] | None = None,
+    top: str | None = None,
 ) -> Iterator[_Found]:
     """Depth-first, sorted walk of folders (the one order `discover` gives).
 
     A folder at depth `cutoff` is yielded unwalked instead, in the place its logs
     would have had. `walked` collects the (device, inode) of every folder walked, and
     a directory symlink adds (-1, -1), so a caller can tell whether separate walks
-    could have met the same folder.
+    could have met the same folder. With `top` (the root's real path), a directory
+    symlink whose target lies outside it is not followed: it is yielded as an error.
     """
     while stack:
         folder, folder_name, parent_name, depth = stack.pop()
@@ -208,10 +225,16 @@ def _walk(
             name = entry.name
             try:
                 if entry.is_dir():
-                    if name not in SKIP_DIRS:
-                        subdirs.append((entry.path, name, folder_name, depth + 1))
-                        if walked is not None and entry.is_symlink():
+                    if name in SKIP_DIRS:
+                        continue
+                    if entry.is_symlink():
+                        outside = _outside(entry.path, top)
+                        if outside is not None:
+                            yield ("error", entry.path, outside)
+                            continue
+                        if walked is not None:
                             walked.append((-1, -1))
+                    subdirs.append((entry.path, name, folder_name, depth + 1))
                     continue
                 if not is_log_name(name) or not entry.is_file():
                     continue
@@ -225,6 +248,21 @@ def _walk(
             ):
                 yield ("log", entry.path, layout_id)
         stack.extend(reversed(subdirs))
+
+
+def _outside(link: str, top: str | None) -> OSError | None:
+    """Why the directory symlink `link` is not followed (its target lies outside the
+    root's real path `top`), or None to follow it."""
+    if top is None:
+        return None
+    target = os.path.realpath(link)
+    try:
+        inside = os.path.commonpath([top, target]) == top
+    except ValueError:  # different drives
+        inside = False
+    if inside:
+        return None
+    return OSError(errno.EXDEV, f"a directory symlink to {target}, outside the root: not followed")
 
 
 def _entry_name(entry: os.DirEntry[str]) -> str:
@@ -358,25 +396,30 @@ def no_gc(*, freeze: bool = False) -> Iterator[None]:
 
 
 class BackgroundScan:
-    """`SessionRoot.scan` running in forked processes while the caller works on.
+    """`SessionRoot.scan` running in the process pool while the caller works on.
 
-    The root's top two levels are walked here (a few ms); the folders below are
-    split between one child per core, and each child walks and summarizes its share
-    in batches, sending each batch down its pipe as soon as it is done. `result`
-    takes the batches in as they arrive (building the summaries while the children
-    still work) and puts them in discovery order. Whatever goes wrong with a child
-    (no fork, a crash, a short reply) or if two walks could have met the same folder,
-    `result` scans in this process instead: the outcome is always the one `scan` gives.
+    The root's top two levels are walked here (a few ms); the folders below go to
+    the pool (`parallel.start_pool`, started before any thread) in batches of
+    `BATCH`, and `result` takes the batches in, in discovery order, building each
+    one's summaries while the workers still scan the later ones. A one-log root, or
+    one whose top levels hold a directory symlink, is scanned whole by one worker
+    (the serial scan). Without a pool, if a task fails, or if two walks could have
+    met the same folder, `result` scans in this process instead: the outcome is
+    always the one `scan` gives. Nothing here forks.
     """
 
-    #: Folders per batch a child sends.
+    #: Folders per task.
     BATCH: Final = 400
 
     def __init__(self, root: SessionRoot) -> None:
         self.root = root
-        self._children: list[tuple[int, int]] = []  # (pid, read fd), in share order
+        #: The batches' tasks, in discovery order.
+        self.tasks: list[Future[list[_UnitResult]]] = []
+        #: The serial scan's task (a one-log root, a directory symlink near the top).
+        self.whole: Future[tuple[list[_FoundLog], list[tuple[str, str]]]] | None = None
         self._walked: list[tuple[int, int]] = []
-        if not hasattr(os, "fork"):
+        self._pool = process_pool()
+        if self._pool is None:
             return
         seen: set[tuple[int, int]] = set()
         units: list[_Found] = []
@@ -388,104 +431,75 @@ class BackgroundScan:
                     seen,
                     cutoff=2,
                     walked=self._walked,
+                    top=str(path),
                 )
             )
-        shares: list[Sequence[_Found] | None]
-        if root.single is not None or (-1, -1) in self._walked:
-            shares = [None]  # one child, the serial scan
-        else:
-            count = max(1, min(usable_cores(), len(units) // MIN_SHARE))
-            bounds = [len(units) * k // count for k in range(count + 1)]
-            shares = [units[bounds[k] : bounds[k + 1]] for k in range(count)]
-        frozen = frozenset(seen)
-        for share in shares:
-            child = self._fork(root, share, frozen)
-            if child is None:
-                self._abandon()
+        try:
+            if root.single is not None or (-1, -1) in self._walked:
+                self.whole = self._pool.submit(_serial_states, str(root.single or root.path))
                 return
-            self._children.append(child)
+            frozen = frozenset(seen)
+            top = str(root.path)
+            for k in range(0, len(units), self.BATCH):
+                chunk = units[k : k + self.BATCH]
+                self.tasks.append(self._pool.submit(_scan_units, frozen, top, chunk))
+        except Exception:  # a broken or stopped pool: `result` scans here
+            self._cancel()
 
-    def _fork(
-        self, root: SessionRoot, share: Sequence[_Found] | None, seen: frozenset[tuple[int, int]]
-    ) -> tuple[int, int] | None:
-        def work(fd: int) -> None:  # in the child: scan its share, batch by batch
-            if share is None:
-                found, problems = root._scan_states()
-                _send(fd, [(found, problems, [])])
-                return
-            for k in range(0, len(share), self.BATCH):
-                _send(fd, [_scan_unit(seen, u) for u in share[k : k + self.BATCH]])
-
-        # The read ends of earlier children are the parent's: the child closes them.
-        return fork_child(work, keep=[fd for _, fd in self._children])
-
-    def _abandon(self) -> None:
-        for pid, fd in self._children:
-            abandon(pid, fd)
-        self._children = []
+    def _cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.whole is not None:
+            self.whole.cancel()
+        self.tasks, self.whole = [], None
 
     def result(self) -> list[SessionSummary]:
-        """The scan's summaries, now the root's own (blocks until the children are done)."""
-        children, self._children = self._children, []
-        if not children:
-            return self.root.scan()
-        with no_gc():
-            taken = self._take(children)
-        if taken is None:
-            return self.root.scan()
-        return self.root._install_summaries(*taken)
+        """The scan's summaries, now the root's own (waits for the pool's tasks)."""
+        tasks, whole = self.tasks, self.whole
+        self.tasks, self.whole = [], None
+        try:
+            if whole is not None:
+                try:
+                    found, problems = whole.result()
+                except Exception:  # the worker died: scan here
+                    return self.root.scan()
+                return self.root._install(found, problems)
+            if not tasks:
+                return self.root.scan()
+            with no_gc():
+                taken = self._take(tasks)
+            if taken is None:
+                return self.root.scan()
+            return self.root._install_summaries(*taken)
+        finally:
+            if self._pool is not None:
+                discard_broken(self._pool)
 
-    def _take(self, children: list[tuple[int, int]]) -> _Taken | None:
-        """Read every child's batches as they come; None if any child failed."""
-        shares: list[list[_UnitResult]] = [[] for _ in children]
-        logs: list[list[tuple[Path, str | None, SessionSummary | None]]] = [[] for _ in children]
-        buffers = [bytearray() for _ in children]
-        index = {fd: k for k, (_, fd) in enumerate(children)}
-        ok = True
-        with selectors.DefaultSelector() as selector:
-            for _, fd in children:
-                selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map():
-                for key, _ in selector.select():
-                    k = index[key.fd]
-                    try:
-                        chunk = os.read(key.fd, 1 << 20)
-                    except OSError:
-                        chunk, ok = b"", False
-                    if not chunk:
-                        selector.unregister(key.fd)
-                        continue
-                    buffers[k] += chunk
-                    for batch in _frames(buffers[k]):
-                        try:
-                            results: list[_UnitResult] = marshal.loads(batch)
-                        except (EOFError, ValueError, TypeError):
-                            ok = False
-                            continue
-                        shares[k].extend(results)
-                        for found_logs, _errors, _keys in results:
-                            for path_str, sid, state in found_logs:
-                                path = Path(path_str)
-                                summary = (
-                                    None
-                                    if state is None
-                                    else SessionSummary.from_state(path, state)
-                                )
-                                logs[k].append((path, sid, summary))
-        for pid, fd in children:
-            os.close(fd)
-            ok = reaped(pid) and ok
-        if not ok or any(buffers):
-            return None
-        keys = set(self._walked)
+    def _take(self, tasks: list[Future[list[_UnitResult]]]) -> _Taken | None:
+        """Take every batch in order as it is done; None if any task failed or two
+        walks met one folder (only the serial walk is right then)."""
+        logs: list[tuple[Path, str | None, SessionSummary | None]] = []
         problems: list[tuple[str, str]] = []
-        for share in shares:
-            for _logs, errors, walked in share:
+        keys = set(self._walked)
+        for k, task in enumerate(tasks):
+            try:
+                results = task.result()
+            except Exception:  # a crashed worker, a broken pool
+                for later in tasks[k + 1 :]:
+                    later.cancel()
+                return None
+            for found_logs, errors, walked in results:
                 if (-1, -1) in walked or not keys.isdisjoint(walked):
-                    return None  # two walks met one folder: only the serial walk is right
+                    for later in tasks[k + 1 :]:
+                        later.cancel()
+                    return None
                 keys.update(walked)
                 problems.extend(errors)
-        return [entry for share_logs in logs for entry in share_logs], problems
+                for path_str, sid, state in found_logs:
+                    path = Path(path_str)
+                    summary = None if state is None else SessionSummary.from_state(path, state)
+                    logs.append((path, sid, summary))
+        return logs, problems
 
 
 #: What `BackgroundScan._take` gathers: (path, layout id, summary or None for a log
@@ -493,21 +507,16 @@ class BackgroundScan:
 _Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tuple[str, str]]]
 
 
-def _send(fd: int, results: list[_UnitResult]) -> None:
-    """Write one length-prefixed batch of results to a pipe."""
-    payload = marshal.dumps(results)
-    write_all(fd, len(payload).to_bytes(8, "little") + payload)
+def _scan_units(
+    seen: frozenset[tuple[int, int]], top: str, units: list[_Found]
+) -> list[_UnitResult]:
+    """One `BackgroundScan` task, in a pool worker."""
+    return [_scan_unit(seen, u, top) for u in units]
 
 
-def _frames(buffer: bytearray) -> Iterator[bytes]:
-    """Take the complete length-prefixed frames off the front of `buffer`."""
-    while len(buffer) >= 8:
-        size = int.from_bytes(buffer[:8], "little")
-        if len(buffer) < 8 + size:
-            return
-        frame = bytes(buffer[8 : 8 + size])
-        del buffer[: 8 + size]
-        yield frame
+def _serial_states(path: str) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
+    """The serial scan of a root, as plain values (a `BackgroundScan` task)."""
+    return SessionRoot(Path(path))._scan_states()
 
 
 class SessionRoot:
@@ -525,6 +534,11 @@ class SessionRoot:
             raise RootError(f"{path} does not exist", "ROOT_NOT_FOUND") from exc
         except OSError as exc:
             raise RootError(f"{path} cannot be opened: {exc.strerror or exc}") from exc
+        # Resolved once, here: every log is keyed by this one canonical path (the scan,
+        # the watcher, which reports absolute paths, and the app), so `turnline .`
+        # never shows one log under two names.
+        with contextlib.suppress(OSError, RuntimeError):
+            path = path.resolve()
         if stat.S_ISDIR(st.st_mode):
             self.path = path
             self.single: Path | None = None
@@ -536,6 +550,8 @@ class SessionRoot:
         self._summaries: dict[Path, SessionSummary] = {}
         self._indexes: dict[Path, IndexedSession] = {}
         self._lineage: Lineage | None = None
+        #: The cached lineage's nodes by log path (built on the first `update`).
+        self._nodes: dict[Path, LineageNode] | None = None
         self._scanned = False
         # The watcher thread updates summaries while the UI thread builds lineages:
         # a lineage built from an older generation is never stored as current.
@@ -639,13 +655,17 @@ class SessionRoot:
         seen: set[tuple[int, int]] = set()
         walked: list[tuple[int, int]] = []
         root = self.path
+        top = str(root)
         units = list(
-            _walk([(str(root), root.name, root.parent.name, 0)], seen, cutoff=2, walked=walked)
+            _walk([(top, root.name, root.parent.name, 0)], seen, cutoff=2, walked=walked, top=top)
         )
         if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
             return None
         results = split_map(
-            functools.partial(_scan_unit, frozenset(seen)), units, pack=_same, unpack=_same_unit
+            functools.partial(_scan_unit, frozenset(seen), top=top),
+            units,
+            pack=_same,
+            unpack=_same_unit,
         )
         keys = set(walked)
         found: list[_FoundLog] = []
@@ -659,16 +679,18 @@ class SessionRoot:
         return found, problems
 
     def scan_in_background(self) -> BackgroundScan:
-        """Start `scan` in a forked process; `BackgroundScan.result()` takes it in.
+        """Start `scan` in the process pool; `BackgroundScan.result()` takes it in.
 
-        For a caller with other work first (the CLI imports the app meanwhile).
-        Call it before starting threads: a fork copies only the calling thread.
+        For a caller with other work first (the CLI imports the app meanwhile): start
+        the pool first (`parallel.start_pool`, before any thread), else `result`
+        scans in the calling process. Nothing is forked here.
         """
         return BackgroundScan(self)
 
     def _changed(self) -> None:
         self._generation += 1
         self._lineage = None
+        self._nodes = None
 
     def _summarize(self, path: Path, sid: str | None) -> SessionSummary:
         """`summarize`, or for a big log its index (kept for a `load` that follows)."""
@@ -699,10 +721,31 @@ class SessionRoot:
             self._changed()
 
     def update(self, summary: SessionSummary) -> None:
-        """Replace or add one summary (after a watcher change)."""
+        """Replace or add one summary (after a watcher change, a load).
+
+        The cached lineage is dropped only when the summary's lineage fields
+        (`lineage.link_key`: id, parentSession, createdAt, path, header presence)
+        change; otherwise its node is given the new summary in place, so a selection
+        or an append that only changes counts costs no lineage rebuild.
+        """
         with self._lock:
+            old = self._summaries.get(summary.path)
             self._summaries[summary.path] = summary
-            self._changed()
+            if old is None or link_key(old) != link_key(summary):
+                self._changed()
+                return
+            self._generation += 1  # a lineage being built now holds the old summary
+            lineage = self._lineage
+            if lineage is None:
+                return
+            if self._nodes is None:
+                self._nodes = _nodes_of(lineage)
+            node = self._nodes.get(summary.path)
+            if node is None or node.summary is not old:
+                self._changed()
+                return
+            # Nodes are frozen for their readers; only the root swaps their summary.
+            object.__setattr__(node, "summary", summary)
 
     def remove(self, path: Path) -> None:
         """Forget one log (it was deleted)."""
@@ -722,7 +765,7 @@ class SessionRoot:
         lineage = build_lineage(summaries)
         with self._lock:
             if generation == self._generation:
-                self._lineage = lineage
+                self._lineage, self._nodes = lineage, None
         return lineage
 
     def problems_of(self, summary: SessionSummary) -> tuple[LogProblem, ...]:
@@ -1031,13 +1074,18 @@ _UnitResult = tuple[
 ]
 
 
-def _scan_unit(seen: frozenset[tuple[int, int]], unit: _Found) -> _UnitResult:
-    """Walk and summarize one unit of `SessionRoot._scan_parallel` (in any process)."""
+def _scan_unit(
+    seen: frozenset[tuple[int, int]], unit: _Found, top: str | None = None
+) -> _UnitResult:
+    """Walk and summarize one unit of a parallel scan (in any process); `top` is the
+    root's real path (see `_walk`)."""
     logs: list[tuple[str, str | None, tuple[Any, ...] | None]] = []
     errors: list[tuple[str, str]] = []
     walked: list[tuple[int, int]] = []
     if unit[0] == "folder":
-        items: Iterable[_Found] = _walk([(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked)
+        items: Iterable[_Found] = _walk(
+            [(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked, top=top
+        )
     else:
         items = (unit,)
     for item in items:
@@ -1056,6 +1104,17 @@ def _same(value: _UnitResult) -> object:
 
 def _same_unit(_unit: _Found, value: object) -> _UnitResult:
     return cast(_UnitResult, value)
+
+
+def _nodes_of(lineage: Lineage) -> dict[Path, LineageNode]:
+    """Every node of a lineage by its log path."""
+    nodes: dict[Path, LineageNode] = {}
+    stack = [*lineage.roots, *(n for group in lineage.missing for n in group.children)]
+    while stack:
+        node = stack.pop()
+        nodes[node.summary.path] = node
+        stack.extend(node.children)
+    return nodes
 
 
 def _index_worthy(path: Path) -> bool:

@@ -22,16 +22,17 @@ Nothing read from disk raises: a bad file is a `LogProblem`, a vanished file a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, cast
 
-from watchfiles._rust_notify import RustNotify
+import watchfiles
 
 from .logfile import Encoding, LogReader, encoding_of
 from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
@@ -320,29 +321,39 @@ class RootWatcher:
     # -- native --------------------------------------------------------------------------
 
     def _watch_native(self, stop: threading.Event) -> Iterator[list[RootChange]]:
-        single = self.root.single is not None
+        batches = self._notify(stop)
         try:
-            # Created before priming, so nothing written while priming goes unseen.
-            notify = RustNotify([str(self.root.path)], False, False, 300, not single, True)
+            # The notifier exists once the first (maybe empty) batch is back: created
+            # before priming, so nothing written while priming goes unseen.
+            pending = next(batches, None)
         except (OSError, RuntimeError):
+            pending = None
+        if pending is None:
             # No usable notification backend here (or the root just vanished): poll.
+            batches.close()
             yield from self._watch_poll(stop)
             return
-        with notify:
+        with contextlib.closing(batches):
             first = self._prime()
             if first:
                 yield first
-            step = max(1, min(self.debounce_ms // 2, 10))
             next_sweep = time.monotonic() + NATIVE_SWEEP_S
+            raw: set[tuple[int, str]] | None = pending
             while not stop.is_set():
-                try:
-                    raw = notify.watch(self.debounce_ms, step, _NATIVE_TIMEOUT_MS, stop)
-                except (OSError, RuntimeError):
-                    raw = "timeout"  # a backend hiccup: the sweep below catches up
-                if raw == "stop" or stop.is_set():
+                if raw is None:
+                    try:
+                        raw = next(batches, None)
+                        if raw is None:  # watchfiles saw `stop`
+                            return
+                    except (OSError, RuntimeError):
+                        # A backend hiccup: start a new notifier; the sweep catches up.
+                        batches.close()
+                        batches = self._notify(stop)
+                        raw = set()
+                if stop.is_set():
                     return
                 changes: list[RootChange] = []
-                if isinstance(raw, set) and (3, str(self.root.path)) in raw:
+                if (3, str(self.root.path)) in raw:
                     # Reported even if a new folder already took the name (and inode).
                     yield [RootGone(self.root.path, f"{self.root.path} was removed")]
                     return
@@ -350,14 +361,36 @@ class RootWatcher:
                 if gone is not None:
                     yield [gone]
                     return
-                if isinstance(raw, set):
+                if raw:
                     changes.extend(self._apply_native(raw))
+                raw = None
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + NATIVE_SWEEP_S
                     changes.extend(self._sweep_known())
                 changes.extend(self._take_folder_problems())
                 if changes:
                     yield changes
+
+    def _notify(self, stop: threading.Event) -> Generator[set[tuple[int, str]], None, None]:
+        """watchfiles' public `watch` over the root: every change unfiltered (discovery
+        decides what counts), an empty batch after each quiet `_NATIVE_TIMEOUT_MS`."""
+        step = max(1, min(self.debounce_ms // 2, 10))
+        return cast(
+            Generator[set[tuple[int, str]], None, None],
+            watchfiles.watch(
+                self.root.path,
+                watch_filter=None,
+                debounce=self.debounce_ms,
+                step=step,
+                stop_event=stop,
+                rust_timeout=_NATIVE_TIMEOUT_MS,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+                force_polling=False,
+                recursive=self.root.single is None,
+                ignore_permission_denied=True,
+            ),
+        )
 
     def _apply_native(self, raw: set[tuple[int, str]]) -> list[RootChange]:
         changes: list[RootChange] = []

@@ -50,6 +50,7 @@ from .messages import (
     SessionLoaded,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
+from .screens._usage import UsageScreen
 from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
@@ -129,7 +130,9 @@ class TurnlineApp(App[int]):
         Binding("v", "toggle_raw", "Raw"),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
+        Binding("s", "search", "Search", show=False),
         Binding("question_mark", "help", "Help"),
+        Binding("u", "usage", "Usage", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -441,6 +444,8 @@ class TurnlineApp(App[int]):
     @on(RootChanged)
     @while_shown
     def _on_root_changed(self, message: RootChanged) -> None:
+        if isinstance(self.screen, UsageScreen):
+            self.screen.apply(message)  # it feeds only the appended events to its folds
         old, new = self.snapshot, message.snapshot
         self.snapshot = new
         tree = self.session_tree
@@ -856,11 +861,14 @@ class TurnlineApp(App[int]):
         tree.select_path(path)
         self._start_load(path)
 
-    def open_session(self, path: Path) -> None:
-        """Select a session in the tree (clearing a filter that hides it) and open it."""
+    def open_session(self, path: Path, seq: int | None = None) -> None:
+        """Select a session in the tree (clearing a filter that hides it) and open it
+        (at the turn holding `seq`, if given)."""
         tree = self.session_tree
         if tree.node_of(path) is None:
             self.action_clear_filter()
+        if seq is not None:
+            self._pending_seq = seq
         tree.select_path(path)
         self._start_load(path)
 
@@ -873,9 +881,45 @@ class TurnlineApp(App[int]):
         self.session_tree.border_subtitle = "scanning…"
         self._scan()
 
+    def action_search(self) -> None:
+        """Search the text of every session (the catalog is built on first use)."""
+        from .screens import SearchScreen
+
+        root = self.root.path if self.root is not None else self.path
+        if root.is_file():
+            root = root.parent
+
+        def opened(hit: object) -> None:
+            path, seq = getattr(hit, "path", None), getattr(hit, "seq", None)
+            if isinstance(path, str) and isinstance(seq, int):
+                self.open_session(Path(path), seq)
+
+        self.push_screen(SearchScreen(root), opened)
+
     def action_help(self) -> None:
         """Show keys and markers."""
         self.push_screen(HelpScreen())
+
+    def action_usage(self) -> None:
+        """Show the usage of the selected session's subtree (Enter there opens a session)."""
+        from turnline.core.prices import load_prices
+        from turnline.core.xdg import ConfigError
+
+        snapshot, view = self.snapshot, self.view
+        if snapshot is None or view is None or view.path not in snapshot.summaries:
+            self.notify("open a session first", severity="warning", markup=False)
+            return
+        try:
+            prices = load_prices()
+        except ConfigError as exc:
+            self.notify(exc.message, title="prices.toml", severity="error", markup=False)
+            prices = None
+
+        def opened(path: Path | None) -> None:
+            if path is not None and path != view.path:
+                self.open_session(path)
+
+        self.push_screen(UsageScreen(snapshot, view.path, prices), opened)
 
 
 def run_app(path: Path, *, poll: bool = False, scan: BackgroundScan | None = None) -> int:

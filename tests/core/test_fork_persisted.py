@@ -245,8 +245,10 @@ def test_a_fork_never_writes_through_a_symlink_out_of_the_root(tmp_path: Path) -
     header = SessionHeader(id="p2", created_at=2, cwd="/elsewhere", delegation_depth=0)
     write_log(tmp_path / "staging", header, as_events(turn_records(0, 1)))
     staged = next((tmp_path / "staging").rglob("session.jsonl"))
-    target = root / project_key("/elsewhere") / "p2"
-    target.mkdir()
+    # The parent sits inside the root (a symlink leading out of it is not listed);
+    # its child's folder, for cwd /elsewhere, would be under the symlink.
+    target = root / project_key("/home/dev/moved") / "p2"
+    target.mkdir(parents=True)
     (target / "session.jsonl").write_bytes(staged.read_bytes())
     before = _digest(outside)
     with pytest.raises(SessionForkError) as err:

@@ -4,6 +4,9 @@ the children do, and the serial walk whenever separate walks could disagree."""
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -46,6 +49,15 @@ def _dies_in_children(x: int) -> int:
 
 def _lies_in_children(x: int) -> object:
     return "not an int" if os.getpid() != PARENT else x
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_pool() -> Iterator[None]:
+    """Each test starts its own pool if it needs one (a pool forked before a test's
+    monkeypatch would not see it)."""
+    parallel.stop_pool()
+    yield
+    parallel.stop_pool()
 
 
 def test_a_crashed_child_costs_time_not_results() -> None:
@@ -157,48 +169,59 @@ def test_a_directory_symlink_makes_the_scan_serial(tmp_path: Path) -> None:
     assert sum(1 for s in summaries if s.id == "s00001") == 1
 
 
-# -- the scan in a forked process (what `turnline ROOT` starts before Textual loads) --
+# -- the scan in the process pool (what `turnline ROOT` starts before Textual loads) --
 
 
-def test_a_background_scan_gives_the_scan(tmp_path: Path) -> None:
+@pytest.fixture
+def pool() -> Iterator[ProcessPoolExecutor]:
+    """A fresh pool, started as `cmd_open` starts it (this test process has one thread),
+    and stopped after the test: no test sees another's (maybe broken) pool."""
+    parallel.stop_pool()
+    assert threading.active_count() == 1
+    started = parallel.start_pool(2)
+    assert started is not None
+    yield started
+    parallel.stop_pool()
+
+
+def test_a_background_scan_gives_the_scan(tmp_path: Path, pool: ProcessPoolExecutor) -> None:
     _write_root(tmp_path, 40)
     root = SessionRoot(tmp_path)
     pending = root.scan_in_background()
-    assert len(pending._children) == 1  # really forked (one child: a small root)
+    assert len(pending.tasks) == 1  # really in the pool (one batch: a small root)
     summaries = pending.result()
     assert summaries == _serial(tmp_path)[0]
     assert root.summaries() == summaries  # installed as the root's own
 
 
-def test_a_background_scan_whose_child_dies_scans_here(tmp_path: Path) -> None:
-    _write_root(tmp_path, 40)
-    root = SessionRoot(tmp_path)
-    pending = root.scan_in_background()
-    assert pending._children
-    os.kill(pending._children[0][0], 9)
-    assert pending.result() == _serial(tmp_path)[0]
-
-
-def test_a_background_scan_without_fork_scans_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_background_scan_whose_worker_dies_scans_here(
+    tmp_path: Path, pool: ProcessPoolExecutor
 ) -> None:
     _write_root(tmp_path, 40)
+    root = SessionRoot(tmp_path)
+    for pid in list(pool._processes):  # type: ignore[attr-defined]
+        os.kill(pid, 9)
+    pending = root.scan_in_background()
+    assert pending.result() == _serial(tmp_path)[0]
+    assert parallel.process_pool() is None  # the broken pool is dropped
 
-    def no_fork() -> int:
-        raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(root_module.os, "fork", no_fork)
+def test_a_background_scan_without_a_pool_scans_here(tmp_path: Path) -> None:
+    parallel.stop_pool()
+    _write_root(tmp_path, 40)
     pending = SessionRoot(tmp_path).scan_in_background()
-    assert not pending._children
+    assert not pending.tasks and pending.whole is None
     assert pending.result() == _serial(tmp_path)[0]
 
 
 @pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to split the walk")
-def test_a_big_background_scan_streams_from_a_child_per_core(tmp_path: Path) -> None:
+def test_a_big_background_scan_streams_in_batches(
+    tmp_path: Path, pool: ProcessPoolExecutor
+) -> None:
     _write_big_root(tmp_path)
     root = SessionRoot(tmp_path)
     pending = root.scan_in_background()
-    assert len(pending._children) == 2
+    assert len(pending.tasks) == 3  # 1,100 session folders, 400 a batch
     summaries = pending.result()
     expected, problems = _serial(tmp_path)
     assert summaries == expected
@@ -206,19 +229,71 @@ def test_a_big_background_scan_streams_from_a_child_per_core(tmp_path: Path) -> 
     assert root.summaries() == summaries
 
 
-def test_a_background_scan_over_a_symlinked_folder_is_the_serial_scan(tmp_path: Path) -> None:
+def test_a_background_scan_over_a_symlinked_folder_is_the_serial_scan(
+    tmp_path: Path, pool: ProcessPoolExecutor
+) -> None:
     _write_root(tmp_path, 1100)
     (tmp_path / "--home-dev-p0--" / "again").symlink_to(tmp_path / "--home-dev-p1--" / "s00001")
     pending = SessionRoot(tmp_path).scan_in_background()
-    assert len(pending._children) == 1  # the whole serial scan in one child
+    assert pending.whole is not None and not pending.tasks  # the serial scan in one task
     assert pending.result() == _serial(tmp_path)[0]
 
 
-def test_a_background_scan_of_one_log(tmp_path: Path) -> None:
+def test_a_background_scan_of_one_log(tmp_path: Path, pool: ProcessPoolExecutor) -> None:
     _write_root(tmp_path, 3)
     log = next(tmp_path.rglob("session.jsonl"))
     root = SessionRoot(log)
-    assert root.scan_in_background().result() == SessionRoot(log).scan()
+    pending = root.scan_in_background()
+    assert pending.whole is not None
+    assert pending.result() == SessionRoot(log).scan()
+
+
+# -- no fork once threads run ---------------------------------------------------------
+
+
+def test_nothing_forks_once_a_thread_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process with threads (the app) scans, reloads and splits work serially or in
+    the pool started before: `os.fork` is never called, and the pool is not started."""
+    parallel.stop_pool()
+    _write_big_root(tmp_path)
+    expected, problems = _serial(tmp_path)
+    forks: list[int] = []
+
+    def no_fork() -> int:
+        forks.append(threading.active_count())
+        raise AssertionError("os.fork called while threads run")
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        monkeypatch.setattr(os, "fork", no_fork)
+        assert parallel.start_pool() is None
+        root = SessionRoot(tmp_path)
+        assert root.scan_in_background().result() == expected
+        assert root.scan() == expected  # a reload (`r`)
+        assert root.scan_problems == problems
+        items = list(range(2000))
+        assert split_map(_square, items, pack=_keep, unpack=_back, min_share=1) == [
+            x * x for x in items
+        ]
+    finally:
+        stop.set()
+        thread.join()
+    assert forks == []
+
+
+def test_pool_workers_ignore_ctrl_c_and_never_print(pool: ProcessPoolExecutor) -> None:
+    assert pool.submit(_worker_state).result() == (True, os.devnull)
+
+
+def _worker_state() -> tuple[bool, str]:
+    import signal
+
+    return (
+        signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+        os.readlink("/proc/self/fd/1") if os.path.exists("/proc/self/fd/1") else os.devnull,
+    )
 
 
 def test_no_gc_nests_across_holders_and_restores_the_collector() -> None:

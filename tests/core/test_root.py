@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 import zstandard
+from turnline.core import root as root_module
 from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind, SessionHeader
 from turnline.core.root import RootError, SessionLookupError, SessionRoot
@@ -200,3 +204,92 @@ def test_adopted_summaries_are_not_rescanned(tmp_path: Path) -> None:
     assert [s.id for s in shadow.summaries()] == ["one"]
     assert [n.summary.id for n in shadow.lineage().roots] == ["one"]
     assert sorted(s.id for s in SessionRoot(tmp_path).summaries()) == ["one", "two"]
+
+
+# -- the lineage cache, canonical paths, symlinks out of the root (issues 9, 14) ------
+
+
+def _small_family(root: Path) -> None:
+    for k in range(6):
+        folder = root / "--home-dev-p--" / f"s{k}"
+        folder.mkdir(parents=True)
+        header: dict[str, object] = {"type": "session", "version": 0, "id": f"s{k}", "createdAt": k}
+        if k:
+            header |= {"parentSession": f"s{k - 1}", "seedLength": 0}
+        lines = [
+            header,
+            {"type": "user/message", "seq": 0, "time": 1, "data": {"content": f"task {k}"}},
+            {"type": "turn/start", "seq": 1, "time": 2, "data": {"turn": 1}},
+            {"type": "turn/end", "seq": 2, "time": 3, "data": {"turn": 1}},
+        ]
+        (folder / "session.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+
+
+def test_selections_and_counts_only_updates_rebuild_no_lineage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _small_family(tmp_path)
+    root = SessionRoot(tmp_path)
+    summaries = root.scan()
+    root.lineage()
+    calls: list[int] = []
+    real = root_module.build_lineage
+
+    def counting(items: Any) -> Any:
+        calls.append(1)
+        return real(items)
+
+    monkeypatch.setattr(root_module, "build_lineage", counting)
+    for k in range(20):  # 20 selections: each load updates its summary
+        root.load(summaries[k % len(summaries)])
+    for k in range(20):  # 20 appends that change counts only
+        s = root.summaries()[k % len(summaries)]
+        root.update(dataclasses.replace(s, events=s.events + 1, size=s.size + 10))
+        lineage = root.lineage()
+    assert calls == []
+    # The cached lineage shows the new summaries.
+    nodes = root_module._nodes_of(lineage)
+    assert {p: n.summary for p, n in nodes.items()} == {s.path: s for s in root.summaries()}
+    # A lineage field that changes (the parent) drops it: one rebuild.
+    s = root.summaries()[3]
+    root.update(dataclasses.replace(s, path=s.path, header=None))
+    root.lineage()
+    assert calls == [1]
+
+
+def test_a_relative_root_is_resolved_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _small_family(tmp_path)
+    monkeypatch.chdir(tmp_path / "--home-dev-p--")
+    root = SessionRoot(Path(".."))
+    assert root.path == tmp_path.resolve()
+    assert all(s.path.is_absolute() and ".." not in s.path.parts for s in root.scan())
+
+
+def test_a_directory_symlink_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
+    inner = tmp_path / "root"
+    _small_family(inner)
+    outside = tmp_path / "elsewhere"
+    _small_family(outside)
+    (inner / "to-outside").symlink_to(outside)
+    (inner / "to-slash").symlink_to("/")
+    (inner / "inside").symlink_to(inner / "--home-dev-p--" / "s0")
+    root = SessionRoot(inner)
+    summaries = root.scan()
+    assert all(str(s.path).startswith(str(inner)) for s in summaries)
+    ids = sorted(s.id for s in summaries)
+    assert ids == ["s0", "s1", "s2", "s3", "s4", "s5"]  # the inside link followed, s0 once
+    not_followed = {p.name: why for p, why in root.scan_problems}
+    assert set(not_followed) == {"to-outside", "to-slash"}
+    assert "outside the root: not followed" in not_followed["to-slash"]
+
+
+def test_a_zstd_header_is_read_from_the_first_frame_only(tmp_path: Path) -> None:
+    header = orjson.dumps({"type": "session", "version": 0, "id": "z1", "createdAt": 1}) + b"\n"
+    cctx = zstandard.ZstdCompressor()
+    log = tmp_path / "x.jsonl.zstd"
+    # A good first frame, then bytes that are no zstd at all: only the first is read.
+    log.write_bytes(cctx.compress(header) + b"garbage that is not a frame" * 100)
+    assert root_module.has_session_header(log)
+    other = tmp_path / "y.jsonl.zstd"
+    other.write_bytes(cctx.compress(b'{"type":"user/message"}\n') + cctx.compress(header))
+    assert not root_module.has_session_header(other)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,25 @@ from turnline.core.layout import session_dir
 from turnline.core.logfile import Encoding
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.writer import encode_new_log, log_name, write_new_file
+
+
+@pytest.fixture(autouse=True)
+def no_fork_once_threads_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every app test runs with `os.fork` refusing to copy a process that runs threads
+    (issue 9): the app scans, reloads and indexes serially or in the pool started
+    before its first thread, and never forks."""
+    real_fork = os.fork
+
+    def fork() -> int:
+        if threading.active_count() > 1:
+            raise AssertionError(
+                f"os.fork called while {threading.active_count()} threads run: "
+                + ", ".join(t.name for t in threading.enumerate())
+            )
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+
 
 #: Every log time is offset from this (2026-06-01 12:00:00 UTC): screens never show "now".
 T0 = 1_780_315_200_000

@@ -2,5 +2,6 @@
 
 from ._fork import ForkPlan, ForkRequest, ForkScreen
 from ._help import HelpScreen
+from ._search import SearchScreen
 
-__all__ = ["ForkPlan", "ForkRequest", "ForkScreen", "HelpScreen"]
+__all__ = ["ForkPlan", "ForkRequest", "ForkScreen", "HelpScreen", "SearchScreen"]

@@ -1,0 +1,642 @@
+"""Fork-aware token, cost and time accounting: dsh's usage fold, split by lineage.
+
+The rule is dsh's own (`packages/llm/token-meter/src/usage-projection.ts`):
+
+- a usage sample comes from an `assistant/chunk` of type `usage` or an
+  `assistant/message` with `data.usage` (`content.usage_sample`);
+- a sample for the same `(turn, step)` as the sample just before it replaces that one
+  (dsh keeps a single `last` slot: usage reports for one step are adjacent), so the
+  final message replaces the early chunk sample and a chunk with no message still counts;
+- a sample's model is its message's `source`, else the latest `request/header` config.
+
+turnline adds the lineage: for a session with `seedLength` L, events with seq < L are
+inherited and seq >= L its own; the `session/end-seed` marker is neither. A subtree is
+a session's own plus its children's subtrees; totals over a root are the sum of owns.
+
+LLM calls the log records without usage (`*-llm-request` events) are counted under
+`unmeteredCalls`. Turns, tool calls, errors and active time (turn/start -> turn/end,
+an open turn up to its last event) are split the same way.
+
+`UsageFold` is incremental: `feed` it appended events only. Costs are applied at view
+time (`UsageTotals.cost(prices)`), so the fold keeps tokens by (model, UTC minute of
+the day, UTC day): the price table picks a window by the minute, the chart by the day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from .codec import PACKED_TAGS, RecordError, expand_record
+from .content import TokenUsage, header_model, source_model, token_usage
+from .logfile import Encoding, LogReader, encoding_of
+from .model import TURN_END, TURN_START, SessionEvent
+from .parallel import split_map
+
+if TYPE_CHECKING:
+    from .prices import PriceTable
+    from .root import SessionRoot
+    from .summary import SessionSummary
+
+END_SEED: Final = "session/end-seed"
+#: The LLM-request event types dsh writes without usage (grep of dsh's vocabulary);
+#: any other type ending in `-llm-request` is counted the same way.
+UNMETERED_TYPES: Final = ("session/title-llm-request", "web/deepseek-search-llm-request")
+UNKNOWN_MODEL: Final = "unknown"
+_DAY_MS: Final = 86_400_000
+_MINUTE_MS: Final = 60_000
+
+
+def is_unmetered(etype: str) -> bool:
+    """An event type that records an LLM call without usage."""
+    return etype.endswith("-llm-request")
+
+
+#: Bucket key: (model, UTC day number, UTC minute of the day).
+Key = tuple[str, int, int]
+
+
+def _key(model: str | None, time: int | float) -> Key:
+    ms = int(time) if isinstance(time, (int, float)) else 0
+    day, rest = divmod(ms, _DAY_MS)
+    return (model or UNKNOWN_MODEL, day, rest // _MINUTE_MS)
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    """One usage object (the issue's U) being summed.
+
+    `tokens` maps (model, day, minute) -> [input, output, cacheRead, cacheWrite,
+    reasoning, calls]; the rest are activity counts.
+    """
+
+    tokens: dict[Key, list[int]] = field(default_factory=dict)
+    turns: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    active_ms: int = 0
+    unmetered: dict[str, int] = field(default_factory=dict)
+
+    def _apply(self, key: Key, usage: TokenUsage, sign: int, calls: int) -> None:
+        row = self.tokens.get(key)
+        if row is None:
+            row = self.tokens[key] = [0, 0, 0, 0, 0, 0]
+        row[0] += sign * usage.input_tokens
+        row[1] += sign * usage.output_tokens
+        row[2] += sign * usage.cache_read_tokens
+        row[3] += sign * usage.cache_write_tokens
+        row[4] += sign * usage.reasoning_tokens
+        row[5] += calls
+        if not any(row):
+            del self.tokens[key]
+
+    def add(self, other: UsageTotals) -> None:
+        """Add another usage object into this one."""
+        for key, row in other.tokens.items():
+            mine = self.tokens.get(key)
+            if mine is None:
+                self.tokens[key] = list(row)
+            else:
+                for i, value in enumerate(row):
+                    mine[i] += value
+        self.turns += other.turns
+        self.tool_calls += other.tool_calls
+        self.errors += other.errors
+        self.active_ms += other.active_ms
+        for etype, n in other.unmetered.items():
+            self.unmetered[etype] = self.unmetered.get(etype, 0) + n
+
+    def copy(self) -> UsageTotals:
+        """An independent copy."""
+        out = UsageTotals()
+        out.add(self)
+        return out
+
+    # -- views ----------------------------------------------------------------------
+
+    def by_model(self) -> dict[str, list[int]]:
+        """model -> [input, output, cacheRead, cacheWrite, reasoning, calls]."""
+        out: dict[str, list[int]] = {}
+        for (model, _day, _minute), row in self.tokens.items():
+            mine = out.setdefault(model, [0, 0, 0, 0, 0, 0])
+            for i, value in enumerate(row):
+                mine[i] += value
+        return out
+
+    def buckets(self) -> list[int]:
+        """[input, output, cacheRead, cacheWrite, reasoning, calls] over every model."""
+        out = [0, 0, 0, 0, 0, 0]
+        for row in self.tokens.values():
+            for i, value in enumerate(row):
+                out[i] += value
+        return out
+
+    @property
+    def total_tokens(self) -> int:
+        """Billed tokens: input + output + cacheRead + cacheWrite (not reasoning)."""
+        b = self.buckets()
+        return b[0] + b[1] + b[2] + b[3]
+
+    def cost(self, prices: PriceTable | None, model: str | None = None) -> float | None:
+        """The cost by `prices`; None unless every sample (of `model`, if given) is priced."""
+        if prices is None:
+            return None
+        total = 0.0
+        for (m, _day, minute), row in self.tokens.items():
+            if model is not None and m != model:
+                continue
+            price = prices.price(m, minute)
+            if price is None:
+                return None
+            total += price.cost(row)
+        return total
+
+    def unpriced(self, prices: PriceTable | None) -> set[str]:
+        """Models with samples that `prices` does not price."""
+        out: set[str] = set()
+        for m, _day, minute in self.tokens:
+            if prices is None or prices.price(m, minute) is None:
+                out.add(m)
+        return out
+
+    def cost_by_day(self, prices: PriceTable | None) -> dict[int, float]:
+        """UTC day number -> the priced cost of that day (unpriced samples left out)."""
+        out: dict[int, float] = {}
+        for (m, day, minute), row in self.tokens.items():
+            price = prices.price(m, minute) if prices is not None else None
+            out[day] = out.get(day, 0.0) + (price.cost(row) if price is not None else 0.0)
+        return out
+
+    def tokens_by_day(self) -> dict[int, int]:
+        """UTC day number -> billed tokens that day."""
+        out: dict[int, int] = {}
+        for (_m, day, _minute), row in self.tokens.items():
+            out[day] = out.get(day, 0) + row[0] + row[1] + row[2] + row[3]
+        return out
+
+    def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
+        """The issue's usage object U."""
+        b = self.buckets()
+        by_model = {}
+        for model, row in sorted(self.by_model().items()):
+            by_model[model] = {
+                "inputTokens": row[0],
+                "outputTokens": row[1],
+                "cacheReadTokens": row[2],
+                "cacheWriteTokens": row[3],
+                "reasoningTokens": row[4],
+                "calls": row[5],
+                "cost": self.cost(prices, model),
+            }
+        return {
+            "inputTokens": b[0],
+            "outputTokens": b[1],
+            "cacheReadTokens": b[2],
+            "cacheWriteTokens": b[3],
+            "reasoningTokens": b[4],
+            "calls": b[5],
+            "turns": self.turns,
+            "toolCalls": self.tool_calls,
+            "errors": self.errors,
+            "activeMs": self.active_ms,
+            "cost": self.cost(prices),
+            "byModel": by_model,
+            "unmeteredCalls": dict(sorted(self.unmetered.items())),
+        }
+
+
+def _error_ending(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    reason = data.get("reason")
+    if isinstance(reason, dict) and isinstance(reason.get("kind"), str):
+        return bool(reason["kind"] == "error")
+    return "error" in data
+
+
+@dataclass(slots=True)
+class _Last:
+    turn: int | None
+    step: int | None
+    usage: TokenUsage
+    key: Key
+    own: bool
+
+
+class UsageFold:
+    """One session's usage, own and inherited, fed events in log order.
+
+    Args:
+        seed_length: The header's `seedLength` (0 or None: nothing inherited).
+    """
+
+    __slots__ = (
+        "_last",
+        "_last_time",
+        "_model",
+        "_open",
+        "events",
+        "inherited_totals",
+        "own_totals",
+        "restarts",
+        "seed_length",
+        "turn_tokens",
+    )
+
+    def __init__(self, seed_length: int | None = 0) -> None:
+        self.seed_length = seed_length or 0
+        self.own_totals = UsageTotals()
+        self.inherited_totals = UsageTotals()
+        self._last: _Last | None = None
+        self._model: str | None = None
+        #: The open turn: (start time, own?).
+        self._open: tuple[int, bool] | None = None
+        self._last_time = 0
+        #: Events fed (the end-seed marker included).
+        self.events = 0
+        #: turn number -> billed tokens standing for it (for a timeline column).
+        self.turn_tokens: dict[int | None, int] = {}
+        #: `turn/start`s met while a turn was open (its span then ends at the event
+        #: before: the fast pass cannot see that one, so it defers to the full read).
+        self.restarts = 0
+
+    def feed(self, events: Iterable[SessionEvent]) -> UsageFold:
+        """Fold events (appended ones only, in order)."""
+        for event in events:
+            self.feed_one(event.type, event.seq, event.time, event.data)
+        return self
+
+    def feed_one(self, etype: str, seq: int, time: int | float, data: Any) -> None:
+        """Fold one event given by its fields."""
+        self.events += 1
+        if etype == END_SEED:
+            return
+        own = seq >= self.seed_length
+        now = int(time) if isinstance(time, (int, float)) else self._last_time
+        totals = self.own_totals if own else self.inherited_totals
+        if etype == "assistant/chunk" or etype == "assistant/message":
+            if isinstance(data, dict):
+                self._sample(etype, data, own, time)
+        elif etype == "request/header":
+            if isinstance(data, dict):
+                header = data.get("header")
+                model = header_model_of(header)
+                if model is not None:
+                    self._model = model
+        elif etype == TURN_START:
+            totals.turns += 1
+            if self._open is not None:
+                self.restarts += 1
+            self._close(self._last_time)
+            self._open = (now, own)
+        elif etype == TURN_END:
+            self._close(now)
+            if _error_ending(data):
+                totals.errors += 1
+        elif etype == "tool/call":
+            totals.tool_calls += 1
+        elif is_unmetered(etype):
+            totals.unmetered[etype] = totals.unmetered.get(etype, 0) + 1
+        self._last_time = now
+
+    def _close(self, end: int) -> None:
+        if self._open is not None:
+            start, own = self._open
+            totals = self.own_totals if own else self.inherited_totals
+            totals.active_ms += max(0, end - start)
+            self._open = None
+
+    def _sample(self, etype: str, data: dict[str, Any], own: bool, time: int | float) -> None:
+        if etype == "assistant/chunk":
+            chunk = data.get("chunk")
+            if not isinstance(chunk, dict) or chunk.get("type") != "usage":
+                return
+            usage = token_usage(chunk.get("usage"))
+            model = None
+        else:
+            usage = token_usage(data.get("usage"))
+            model = source_model(data.get("message"))
+        if usage is None:
+            return
+        turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
+        key = _key(model or self._model, time)
+        last = self._last
+        calls = 1
+        if last is not None and last.turn == turn and last.step == step:
+            if last.usage == usage and last.key[0] == key[0]:
+                return
+            (self.own_totals if last.own else self.inherited_totals)._apply(
+                last.key, last.usage, -1, -1
+            )
+            self.turn_tokens[turn] = self.turn_tokens.get(turn, 0) - last.usage.total
+        (self.own_totals if own else self.inherited_totals)._apply(key, usage, 1, calls)
+        self.turn_tokens[turn] = self.turn_tokens.get(turn, 0) + usage.total
+        self._last = _Last(turn, step, usage, key, own)
+
+    def own(self) -> UsageTotals:
+        """The session's own usage (an open own turn counted up to its last event)."""
+        return self._with_open(self.own_totals, True)
+
+    def inherited(self) -> UsageTotals:
+        """The usage of the inherited prefix."""
+        return self._with_open(self.inherited_totals, False)
+
+    def whole(self) -> UsageTotals:
+        """Own plus inherited."""
+        out = self.own()
+        out.add(self.inherited())
+        return out
+
+    def _with_open(self, totals: UsageTotals, own: bool) -> UsageTotals:
+        out = totals.copy()
+        if self._open is not None and self._open[1] == own:
+            out.active_ms += max(0, self._last_time - self._open[0])
+        return out
+
+
+def header_model_of(header: Any) -> str | None:
+    """The model a `request/header`'s `data.header` configures."""
+    if not isinstance(header, dict):
+        return None
+    return header_model(SessionEvent("request/header", 0, 0, {"header": header}))
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- a root ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUsage:
+    """One session's usage within a root.
+
+    Attributes:
+        id: Session id.
+        path: Its log.
+        parent_session: The header's parentSession.
+        seed_length: The header's seedLength.
+        own: Its own usage.
+        inherited: The usage of its inherited prefix.
+        subtree: Own plus every descendant's own (subagents included).
+        parent_outside: True if it has a parent that is not under the root.
+    """
+
+    id: str
+    path: str
+    parent_session: str | None
+    seed_length: int | None
+    own: UsageTotals
+    inherited: UsageTotals
+    subtree: UsageTotals
+    parent_outside: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RootUsage:
+    """Usage over a root (or a session's subtree)."""
+
+    sessions: tuple[SessionUsage, ...]
+    totals: UsageTotals
+    inherited_from_outside: UsageTotals
+
+    def unpriced_models(self, prices: PriceTable | None) -> list[str]:
+        """Models whose samples the price table does not price."""
+        return sorted(self.totals.unpriced(prices) | self.inherited_from_outside.unpriced(prices))
+
+    def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
+        """The `usage --json` document."""
+        return {
+            "sessions": [
+                {
+                    "id": s.id,
+                    "path": s.path,
+                    "parentSession": s.parent_session,
+                    "seedLength": s.seed_length,
+                    "own": s.own.to_json_dict(prices),
+                    "inherited": s.inherited.to_json_dict(prices),
+                    "subtree": s.subtree.to_json_dict(prices),
+                }
+                for s in self.sessions
+            ],
+            "totals": self.totals.to_json_dict(prices),
+            "inheritedFromOutside": self.inherited_from_outside.to_json_dict(prices),
+            "unpricedModels": self.unpriced_models(prices),
+        }
+
+
+def combine(
+    folds: Mapping[str, tuple[str, str | None, int | None, UsageFold]],
+    parent_of: Mapping[str, str],
+    has_parent: Mapping[str, bool],
+    only: str | None = None,
+) -> RootUsage:
+    """Sessions' folds put together by lineage.
+
+    Args:
+        folds: path -> (id, parentSession, seedLength, fold).
+        parent_of: child path -> parent path, for parents under the root.
+        has_parent: path -> whether the header names a parent (under the root or not).
+        only: a path: report that session and its subtree only.
+    """
+    own = {path: f[3].own() for path, f in folds.items()}
+    children: dict[str, list[str]] = {}
+    for child, parent in parent_of.items():
+        if child in folds and parent in folds:
+            children.setdefault(parent, []).append(child)
+    subtree: dict[str, UsageTotals] = {}
+
+    def sub(path: str) -> UsageTotals:
+        # Iterative post-order (lineages can be deep).
+        stack = [(path, False)]
+        seen: set[str] = set()
+        while stack:
+            p, done = stack.pop()
+            if p in subtree:
+                continue
+            if done:
+                total = own[p].copy()
+                for c in children.get(p, ()):
+                    if c in subtree:
+                        total.add(subtree[c])
+                subtree[p] = total
+                continue
+            if p in seen:
+                continue
+            seen.add(p)
+            stack.append((p, True))
+            stack.extend((c, False) for c in children.get(p, ()) if c not in subtree)
+        return subtree[path]
+
+    if only is not None:
+        keep: list[str] = []
+        stack = [only]
+        while stack:
+            p = stack.pop()
+            keep.append(p)
+            stack.extend(reversed(children.get(p, [])))
+        paths = [p for p in folds if p in set(keep)]
+    else:
+        paths = list(folds)
+    sessions = []
+    totals = UsageTotals()
+    outside = UsageTotals()
+    for path in paths:
+        sid, parent_id, seed, fold = folds[path]
+        inherited = fold.inherited()
+        parent_outside = has_parent.get(path, False) and (
+            path not in parent_of or (only is not None and path == only)
+        )
+        if parent_outside or (path == only and has_parent.get(path, False)):
+            outside.add(inherited)
+        totals.add(own[path])
+        sessions.append(
+            SessionUsage(
+                sid, path, parent_id, seed, own[path], inherited, sub(path), parent_outside
+            )
+        )
+    return RootUsage(tuple(sessions), totals, outside)
+
+
+# -- reading logs --------------------------------------------------------------------
+
+#: Substrings a line must hold to matter to the fold (others are skipped undecoded).
+_NEEDLES: Final = (
+    b'"usage"',
+    b"request/header",
+    b'"turn/',
+    b"tool/call",
+    b"llm-request",
+    b"end-seed",
+)
+
+
+def fold_events(events: Iterable[SessionEvent], seed_length: int | None) -> UsageFold:
+    """The fold of a sequence of events (the reference path)."""
+    return UsageFold(seed_length).feed(events)
+
+
+def fold_log(path: Path, seed_length: int | None, *, fast: bool = True) -> UsageFold:
+    """A log's fold.
+
+    The fast pass splits a raw log's bytes into lines and decodes only the lines that
+    can matter (usage-bearing chunks and messages, request headers, turn and tool
+    events, unmetered requests); its result is the full fold's (the tests check that
+    on every fixture). It falls back to the full read for zstd logs, a torn or bad
+    line, and an open turn (whose span runs to the log's last event).
+    """
+    if fast and encoding_of(path) is Encoding.RAW:
+        fold = _fast_fold(path, seed_length)
+        if fold is not None:
+            return fold
+    return fold_events(LogReader(path).read().events, seed_length)
+
+
+def _fast_fold(path: Path, seed_length: int | None) -> UsageFold | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.endswith(b"\n"):
+        return None  # a torn tail or an empty file: the reader's rules apply
+    fold = UsageFold(seed_length)
+    # Find the lines that matter with C-speed searches over the whole buffer (most
+    # lines are streamed text chunks that hold none of the needles), then decode
+    # just those, in file order. The header line (offset 0) is never an event.
+    header_end = data.find(b"\n") + 1
+    starts: set[int] = set()
+    find, rfind = data.find, data.rfind
+    for needle in _NEEDLES:
+        at = find(needle, header_end)
+        while at != -1:
+            start = rfind(b"\n", 0, at) + 1
+            end = find(b"\n", at)
+            starts.add(start)
+            at = find(needle, end)
+    feed = fold.feed_one
+    loads = orjson.loads
+    packed = PACKED_TAGS
+    for start in sorted(starts):
+        try:
+            obj = loads(data[start : find(b"\n", start)])
+        except orjson.JSONDecodeError:
+            return None
+        # A plain event, checked as `expand_record` checks it (packed rows go there).
+        etype = obj.get("type") if isinstance(obj, dict) else None
+        seq = obj.get("seq") if etype is not None else None
+        if type(etype) is str and type(seq) is int and etype not in packed:
+            time = obj.get("time", 0)
+            if not isinstance(time, int | float) or isinstance(time, bool):
+                time = 0
+            feed(etype, seq, time, obj.get("data"))
+            continue
+        try:
+            events = expand_record(obj)
+        except RecordError:
+            return None
+        for event in events:
+            feed(event.type, event.seq, event.time, event.data)
+    if fold._open is not None or fold.restarts:
+        return None
+    return fold
+
+
+def root_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsage:
+    """Usage over every session under a root (or `only` and its subtree)."""
+    summaries = root.scan()
+    lineage = root.lineage()
+    parent_of = {str(c): str(p) for c, p in lineage.parent_of.items()}
+    wanted: set[str] | None = None
+    if only is not None:
+        children: dict[str, list[str]] = {}
+        for c, p in parent_of.items():
+            children.setdefault(p, []).append(c)
+        wanted, stack = set(), [str(only.path)]
+        while stack:
+            p = stack.pop()
+            if p not in wanted:
+                wanted.add(p)
+                stack.extend(children.get(p, ()))
+    folds: dict[str, tuple[str, str | None, int | None, UsageFold]] = {}
+    has_parent: dict[str, bool] = {}
+    chosen = [s for s in summaries if wanted is None or str(s.path) in wanted]
+    items = [(str(s.path), s.seed_length) for s in chosen]
+    # Folding ten thousand logs is CPU-bound: spread it over the cores (same results).
+    results = split_map(_fold_item, items, pack=_pack_fold, unpack=_unpack_fold)
+    for summary, fold in zip(chosen, results, strict=True):
+        key = str(summary.path)
+        folds[key] = (summary.id, summary.parent_session, summary.seed_length, fold)
+        has_parent[key] = summary.parent_session is not None
+    return combine(folds, parent_of, has_parent, None if only is None else str(only.path))
+
+
+def _fold_item(item: tuple[str, int | None]) -> UsageFold:
+    return fold_log(Path(item[0]), item[1])
+
+
+def _pack_totals(t: UsageTotals) -> tuple[Any, ...]:
+    return (t.tokens, t.turns, t.tool_calls, t.errors, t.active_ms, t.unmetered)
+
+
+def _unpack_totals(v: Any) -> UsageTotals:
+    tokens, turns, tools, errors, active, unmetered = v
+    return UsageTotals(dict(tokens), turns, tools, errors, active, dict(unmetered))
+
+
+def _pack_fold(fold: UsageFold) -> object:
+    # The views (an open turn's span included), so the parent needs no other state.
+    return (_pack_totals(fold.own()), _pack_totals(fold.inherited()), fold.events)
+
+
+def _unpack_fold(item: tuple[str, int | None], packed: Any) -> UsageFold:
+    own, inherited, events = packed
+    fold = UsageFold(item[1])
+    fold.own_totals = _unpack_totals(own)
+    fold.inherited_totals = _unpack_totals(inherited)
+    fold.events = events
+    return fold

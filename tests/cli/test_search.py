@@ -1,0 +1,136 @@
+"""`turnline search`: output, JSON shape, exit statuses, the catalog's absence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from turnline.cli.main import main
+from turnline.core.catalog import catalog_path
+from turnline.core.model import SessionHeader
+
+from tests.core.search_logs import make_lineage, turn, write
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    make_lineage(tmp_path / "root")
+    return tmp_path / "root"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["search", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(root), "zebracorn", "--json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc == {
+        "hits": [
+            {
+                "session": "P",
+                "path": str(root / "p" / "session.jsonl"),
+                "turn": 1,
+                "seq": 1,
+                "field": "user",
+                "snippet": "tell me about the zebracorn",
+                "inheritedBy": 2,
+            }
+        ],
+        "total": 1,
+    }
+
+
+def test_include_inherited_json(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(root), "zebracorn", "--include-inherited", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["total"] == 3
+    assert sorted((h["session"], h.get("inheritedFrom")) for h in doc["hits"]) == [
+        ("C", "P"),
+        ("G", "P"),
+        ("P", None),
+    ]
+
+
+def test_text_output_marks_the_match(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(root), "zebracorn")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("tell me about the zebracorn  P  turn 1  user")
+    assert "«zebracorn»" in lines[1]
+
+
+def test_options_between_positionals(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(root), "--in", "tool", "toolonlyword", "--json")
+    assert code == 0 and json.loads(out)["total"] == 1
+    code, out, _ = run(capsys, str(root), "toolonlyword", "--json")
+    assert code == 0 and json.loads(out)["total"] == 0
+
+
+def test_no_hits_exit_zero(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(root), "nowhere-to-be-found")
+    assert code == 0 and out == "no hits\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (['"unclosed'], "unbalanced quote"),
+        (["x", "--in", "bogus"], "unknown field bogus"),
+        (["x", "--limit", "-1"], "--limit"),
+        (["*"], "lone *"),
+    ],
+)
+def test_bad_query_is_a_clear_error(
+    root: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, str(root), *argv)
+    assert code == 1 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_no_cache_writes_nothing_and_gives_the_same_answer(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, str(root), "分叉", "--no-cache", "--json")
+    assert code == 0
+    assert not catalog_path(root).exists()
+    assert not (tmp_path / "cache").exists()
+    _, cached, _ = run(capsys, str(root), "分叉", "--json")
+    assert catalog_path(root).exists()
+    assert json.loads(out) == json.loads(cached)
+
+
+def test_subprocess_corrupt_catalog_no_traceback(root: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "turnline.cli", "search", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+
+    first = cli(str(root), "childword", "--json")
+    assert first.returncode == 0, first.stderr
+    catalog_path(root).write_bytes(b"\0garbage" * 512)
+    write(
+        root / "n" / "session.jsonl",
+        SessionHeader("N", 9, cwd="/x", delegation_depth=0),
+        turn(0, 1, "childword too", "ok"),
+    )
+    again = cli(str(root), "childword", "--json")
+    assert again.returncode == 0 and "Traceback" not in again.stderr
+    assert {h["session"] for h in json.loads(again.stdout)["hits"]} == {"C", "N"}
+    bad = cli(str(root), '"oops')
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr

@@ -1,0 +1,234 @@
+"""The catalog: incremental, crash-safe, shared, and a summary cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+from turnline.core.catalog import SCHEMA, Catalog, catalog_path
+from turnline.core.model import SessionHeader
+from turnline.core.search import search
+from turnline.core.summary import summarize
+
+from .search_logs import CWD, make_lineage, turn, write
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    make_lineage(tmp_path / "root")
+    return tmp_path / "root"
+
+
+def found(root: Path, query: str, **kw: object) -> list[tuple[str, int]]:
+    catalog = Catalog(root)
+    try:
+        return [(h.session, h.turn) for h in search(catalog, query, **kw).hits]  # type: ignore[arg-type]
+    finally:
+        catalog.close()
+
+
+def doc_count(catalog: Catalog, path: Path) -> int:
+    rows = list(
+        catalog.query(
+            "SELECT count(*) FROM docs JOIN logs ON logs.id = docs.log WHERE logs.path = ?",
+            (str(path),),
+        )
+    )
+    return int(rows[0][0])
+
+
+def test_catalog_lives_under_xdg_cache(root: Path, _cache: Path) -> None:
+    Catalog(root).close()
+    assert catalog_path(root).parent == _cache / "turnline"
+    assert catalog_path(root).exists()
+    assert catalog_path(root) != catalog_path(root / "p")
+
+
+def test_seed_is_not_indexed_again(root: Path) -> None:
+    logs = make_lineage(root)
+    catalog = Catalog(root)
+    catalog.refresh()
+    # the child holds 12 inherited events, the end-seed marker and one own turn
+    texts = {
+        r[0]
+        for r in catalog.query(
+            "SELECT text FROM docs JOIN logs ON logs.id=docs.log WHERE logs.path=?",
+            (str(logs["C"]),),
+        )
+    }
+    assert texts == {"a childword here", "fine"}
+    catalog.close()
+
+
+def test_appended_turn_is_found_and_only_it_is_indexed(root: Path) -> None:
+    p = root / "p" / "session.jsonl"
+    catalog = Catalog(root)
+    catalog.refresh()
+    before = doc_count(catalog, p)
+    with p.open("ab") as fh:
+        for r in turn(17, 4, "an appended quokka", "yes"):
+            fh.write(orjson.dumps(r) + b"\n")
+    resume = next(catalog.query("SELECT resume_seq FROM logs WHERE path=?", (str(p),)))[0]
+    assert resume == 17  # the next append starts after the last turn/end
+    assert [(h.session, h.turn) for h in search(catalog, "quokka").hits] == [("P", 4)]
+    assert doc_count(catalog, p) == before + 2
+    # the earlier turns are still there exactly once
+    assert [(h.session, h.turn) for h in search(catalog, "zebracorn").hits] == [("P", 1)]
+    catalog.close()
+
+
+def test_new_log_is_found(root: Path) -> None:
+    assert found(root, "wombat") == []
+    write(
+        root / "n" / "session.jsonl",
+        SessionHeader("N", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a wombat", "ok"),
+    )
+    assert found(root, "wombat") == [("N", 1)]
+
+
+def test_replaced_log_leaves_no_stale_hit(root: Path) -> None:
+    assert found(root, "childword") == [("C", 3)]
+    c = root / "c" / "session.jsonl"
+    tmp = root / "c" / "new.tmp"
+    write(tmp, SessionHeader("C", 2, cwd=CWD, delegation_depth=0), turn(0, 1, "otter", "ok"))
+    os.replace(tmp, c)
+    assert found(root, "childword") == []
+    assert found(root, "otter") == [("C", 1)]
+    # no longer a fork: the parent's turn is inherited by G only through C... which is gone
+    catalog = Catalog(root)
+    hits = search(catalog, "zebracorn").hits
+    assert [(h.session, h.inherited_by) for h in hits] == [("P", 0)]
+    catalog.close()
+
+
+def test_shrunk_log_is_reindexed(root: Path) -> None:
+    p = root / "n" / "session.jsonl"
+    records = turn(0, 1, "first kiwi", "a") + turn(6, 2, "second mango", "b")
+    write(p, SessionHeader("N", 9, cwd=CWD, delegation_depth=0), records)
+    assert found(root, "mango") == [("N", 2)]
+    write(p, SessionHeader("N", 9, cwd=CWD, delegation_depth=0), records[:6])
+    assert found(root, "mango") == []
+    assert found(root, "kiwi") == [("N", 1)]
+
+
+def test_deleted_log_leaves_no_stale_hit(root: Path) -> None:
+    assert found(root, "childword") == [("C", 3)]
+    (root / "c" / "session.jsonl").unlink()
+    assert found(root, "childword") == []
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage", "truncate", "old-schema"])
+def test_damaged_catalog_gives_the_same_answers(root: Path, damage: str) -> None:
+    queries = ["zebracorn", "分叉", "childword"]
+    first = [found(root, q) for q in queries]
+    path = catalog_path(root)
+    if damage == "delete":
+        path.unlink()
+    elif damage == "garbage":
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        path.write_bytes(b"this is not a database" * 100)
+    elif damage == "truncate":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    else:
+        import sqlite3
+
+        db = sqlite3.connect(path)
+        db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA - 1),))
+        db.commit()
+        db.close()
+    assert [found(root, q) for q in queries] == first
+
+
+def test_summary_cache_is_validated(root: Path) -> None:
+    p = root / "p" / "session.jsonl"
+    catalog = Catalog(root)
+    catalog.refresh()
+    cached = catalog.summary(p)
+    assert cached is not None
+    assert cached.to_state() == summarize(p).to_state()
+    with p.open("ab") as fh:
+        for r in turn(17, 4, "more", "yes"):
+            fh.write(orjson.dumps(r) + b"\n")
+    again = catalog.summary(p)
+    assert again is not None
+    assert again.turns == cached.turns + 1
+    assert again.to_state() == summarize(p).to_state()
+    assert {s.path for s in catalog.summaries()} == {
+        root / "p" / "session.jsonl",
+        root / "c" / "session.jsonl",
+        root / "g" / "session.jsonl",
+    }
+    (root / "g" / "session.jsonl").unlink()
+    assert root / "g" / "session.jsonl" not in {s.path for s in catalog.summaries()}
+    catalog.close()
+
+
+def test_two_processes_index_at_once(root: Path, tmp_path: Path) -> None:
+    for i in range(40):
+        write(
+            root / f"x{i}" / "session.jsonl",
+            SessionHeader(f"X{i}", 10 + i, cwd=CWD, delegation_depth=0),
+            turn(0, 1, f"parallel platypus {i}", "ok"),
+        )
+    code = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from turnline.core.catalog import Catalog
+        from turnline.core.search import search
+        c = Catalog(Path({str(root)!r}))
+        print(search(c, "platypus").total)
+        """
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ},
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+        assert out.strip() == "40"
+        assert "Traceback" not in err
+    assert len(found(root, "platypus")) == 40
+
+
+def test_fixtures_index_and_turns_match_the_timeline(fixtures_root: Path) -> None:
+    from turnline.core.root import SessionRoot
+
+    catalog = Catalog(fixtures_root, ":memory:")
+    assert catalog.refresh() > 100
+    sroot = SessionRoot(fixtures_root)
+    checked = 0
+    for summary in sroot.scan()[:40]:
+        if summary.broken:
+            continue
+        view = sroot.load(summary)
+        rows = catalog.query(
+            "SELECT seq, turn FROM docs JOIN logs ON logs.id=docs.log WHERE logs.path=?",
+            (str(summary.path),),
+        )
+        for seq, number in rows:
+            t = view.timeline.turn_at(seq)
+            assert t is not None and t.number == number, (summary.path, seq)
+            checked += 1
+    assert checked > 100

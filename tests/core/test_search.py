@@ -1,0 +1,112 @@
+"""Lineage-aware search on hand-made lineages with planted words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from turnline.core.catalog import Catalog
+from turnline.core.search import QueryError, parse_fields, parse_query, search, snippet_of
+
+from .search_logs import make_lineage
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Catalog:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    make_lineage(tmp_path / "root")
+    return Catalog(tmp_path / "root")
+
+
+def hits(catalog: Catalog, query: str, **kw: object) -> list[tuple[str, int, int, str | None]]:
+    found = search(catalog, query, **kw).hits  # type: ignore[arg-type]
+    return [(h.session, h.turn, h.inherited_by, h.inherited_from) for h in found]
+
+
+def test_parent_turn_inherited_by_fork_and_fork_of_fork_is_one_hit(catalog: Catalog) -> None:
+    assert hits(catalog, "zebracorn") == [("P", 1, 2, None)]
+
+
+def test_include_inherited_adds_each_copy_naming_the_producer(catalog: Catalog) -> None:
+    assert sorted(hits(catalog, "zebracorn", include_inherited=True)) == [
+        ("C", 1, 1, "P"),
+        ("G", 1, 0, "P"),
+        ("P", 1, 2, None),
+    ]
+
+
+def test_childs_own_turn(catalog: Catalog) -> None:
+    assert hits(catalog, "childword") == [("C", 3, 1, None)]
+    # P's turn 3 came after the fork point: C does not inherit it
+    assert hits(catalog, "pondering", fields=("reasoning",)) == [("P", 3, 0, None)]
+
+
+def test_tool_result_only_with_in_tool(catalog: Catalog) -> None:
+    assert hits(catalog, "toolonlyword") == []
+    assert hits(catalog, "toolonlyword", fields=("tool",)) == [("P", 2, 2, None)]
+    # the tool-call arguments are indexed too
+    assert [h[0] for h in hits(catalog, "cmd", fields=("tool",))] == ["P"]
+
+
+def test_reasoning_only_with_in_reasoning(catalog: Catalog) -> None:
+    assert hits(catalog, "pondering") == []
+
+
+def test_chinese_two_characters_and_longer(catalog: Catalog) -> None:
+    assert hits(catalog, "分叉") == [("P", 1, 2, None)]
+    assert hits(catalog, "分叉的说明") == [("P", 1, 2, None)]
+    assert hits(catalog, "叉子") == []
+
+
+def test_case_insensitive(catalog: Catalog) -> None:
+    assert hits(catalog, "ZEBRACORN") == [("P", 1, 2, None)]
+    assert hits(catalog, "Zebra*") == [("P", 1, 2, None)]
+
+
+def test_all_words_within_one_turn(catalog: Catalog) -> None:
+    # "tell" (user) and 分叉 (assistant) are in the same turn: a hit
+    assert hits(catalog, "tell 分叉") == [("P", 1, 2, None)]
+    # zebracorn (turn 1) and childword (C's turn 3) never share a turn
+    assert hits(catalog, "zebracorn childword") == []
+
+
+def test_phrase_and_prefix(catalog: Catalog) -> None:
+    assert hits(catalog, '"about the zebracorn"') == [("P", 1, 2, None)]
+    assert hits(catalog, '"the about"') == []
+    assert hits(catalog, "zebrac*") == [("P", 1, 2, None)]
+    assert hits(catalog, "ebracorn*") == []  # a prefix starts a word
+    assert hits(catalog, "ebracorn") == [("P", 1, 2, None)]  # a word is a substring
+
+
+def test_session_and_limit(catalog: Catalog) -> None:
+    assert hits(catalog, "zebracorn", session="C", include_inherited=True) == [("C", 1, 1, "P")]
+    result = search(catalog, "e", limit=1)
+    assert len(result.hits) == 1
+    assert result.total > 1
+
+
+def test_newest_first(catalog: Catalog) -> None:
+    created = [h.created for h in search(catalog, "e", include_inherited=True).hits]
+    assert created == sorted(created, reverse=True)
+
+
+@pytest.mark.parametrize("bad", ["", "   ", '"open', '""', "*", "a*b"])
+def test_bad_queries(bad: str) -> None:
+    with pytest.raises(QueryError):
+        parse_query(bad)
+
+
+def test_fields() -> None:
+    assert parse_fields(None) == ("user", "assistant")
+    assert parse_fields("tool,reasoning") == ("tool", "reasoning")
+    with pytest.raises(QueryError, match="unknown field"):
+        parse_fields("user,bogus")
+
+
+def test_snippet_is_one_safe_line_with_marks() -> None:
+    text = "line one\n\x1b[31mred\x1b[0m zebra\u202e here " + "x" * 300
+    shown, marks = snippet_of(text, [parse_query("zebra")[0].pattern()])
+    assert "\n" not in shown and "\x1b" not in shown and "\u202e" not in shown
+    assert len(marks) == 1
+    assert shown[marks[0][0] : marks[0][1]] == "zebra"
+    assert shown.endswith("…")

@@ -1,0 +1,374 @@
+"""The usage fold against an independent fold written here, over generated lineages
+and every real fixture."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from turnline.core.logfile import LogReader
+from turnline.core.model import SessionEvent, SessionHeader
+from turnline.core.root import SessionRoot
+from turnline.core.usage import UsageFold, fold_events, fold_log, root_usage
+
+from tests.conftest import fixture_logs
+from tests.core.disk_logs import write_log
+
+BUCKETS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
+
+
+# -- the independent fold -------------------------------------------------------------
+
+
+def reference(events: list[SessionEvent], seed: int, part: str) -> dict[str, Any]:
+    """A plain re-statement of the rule: collect samples, let a sample replace the one
+    just before it when they name the same (turn, step), then sum one side of the seed."""
+    samples: list[dict[str, Any]] = []  # each: turn, step, usage, model, seq
+    header_model = None
+    for e in events:
+        d = e.data if isinstance(e.data, dict) else {}
+        if e.type == "request/header":
+            cfg = (
+                (d.get("header") or {}).get("config") if isinstance(d.get("header"), dict) else None
+            )
+            if isinstance(cfg, dict) and isinstance(cfg.get("model"), str):
+                p = cfg.get("provider")
+                header_model = f"{p}/{cfg['model']}" if isinstance(p, str) else cfg["model"]
+            continue
+        usage = None
+        model = None
+        if e.type == "assistant/chunk" and isinstance(d.get("chunk"), dict):
+            if d["chunk"].get("type") == "usage":
+                usage = d["chunk"].get("usage")
+        elif e.type == "assistant/message":
+            usage = d.get("usage")
+            src = (
+                (d.get("message") or {}).get("source")
+                if isinstance(d.get("message"), dict)
+                else None
+            )
+            if isinstance(src, dict) and isinstance(src.get("model"), str):
+                p = src.get("provider")
+                model = f"{p}/{src['model']}" if isinstance(p, str) else src["model"]
+        if not isinstance(usage, dict) or e.type == "session/end-seed":
+            continue
+        vals = {}
+        for b in BUCKETS:
+            v = usage.get(b)
+            vals[b] = (
+                int(v)
+                if isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and v >= 0
+                and float(v).is_integer()
+                else 0
+            )
+        if not any(
+            isinstance(usage.get(b), (int, float)) and not isinstance(usage.get(b), bool)
+            for b in BUCKETS
+        ):
+            continue
+        s = {
+            "turn": d.get("turn"),
+            "step": d.get("step"),
+            "usage": vals,
+            "model": model or header_model or "unknown",
+            "seq": e.seq,
+        }
+        if samples and (samples[-1]["turn"], samples[-1]["step"]) == (s["turn"], s["step"]):
+            samples[-1] = s
+        else:
+            samples.append(s)
+    mine = [s for s in samples if (s["seq"] >= seed) == (part == "own")]
+    out: dict[str, Any] = {b: sum(s["usage"][b] for s in mine) for b in BUCKETS}
+    out["calls"] = len(mine)
+    by_model: dict[str, dict[str, int]] = {}
+    for s in mine:
+        m = by_model.setdefault(s["model"], {**{b: 0 for b in BUCKETS}, "calls": 0})
+        for b in BUCKETS:
+            m[b] += s["usage"][b]
+        m["calls"] += 1
+    out["byModel"] = {k: v for k, v in by_model.items() if any(v.values())}
+    side = [
+        e for e in events if e.type != "session/end-seed" and (e.seq >= seed) == (part == "own")
+    ]
+    out["turns"] = sum(e.type == "turn/start" for e in side)
+    out["toolCalls"] = sum(e.type == "tool/call" for e in side)
+    out["unmeteredCalls"] = {}
+    for e in side:
+        if e.type.endswith("-llm-request"):
+            out["unmeteredCalls"][e.type] = out["unmeteredCalls"].get(e.type, 0) + 1
+    return out
+
+
+def view(fold_json: dict[str, Any]) -> dict[str, Any]:
+    out = {k: fold_json[k] for k in (*BUCKETS, "calls", "turns", "toolCalls", "unmeteredCalls")}
+    out["byModel"] = {
+        m: {k: v for k, v in row.items() if k != "cost"} for m, row in fold_json["byModel"].items()
+    }
+    return out
+
+
+# -- generated lineages ----------------------------------------------------------------
+
+
+def ev(seq: int, etype: str, data: Any) -> SessionEvent:
+    return SessionEvent(etype, seq, 1_700_000_000_000 + seq * 3_600_000, data)  # an hour apart
+
+
+def usage_of(rng: random.Random) -> dict[str, int]:
+    u = {"inputTokens": rng.randint(0, 900), "outputTokens": rng.randint(1, 500)}
+    if rng.random() < 0.7:
+        u["cacheReadTokens"] = rng.randint(0, 5000)
+    if rng.random() < 0.3:
+        u["cacheWriteTokens"] = rng.randint(0, 100)
+    if rng.random() < 0.5:
+        u["reasoningTokens"] = rng.randint(0, u["outputTokens"])
+    return u
+
+
+MODELS = [("deepseek", "deepseek-chat"), ("deepseek", "deepseek-reasoner"), ("openai", "gpt-x")]
+
+
+def turns(rng: random.Random, start_seq: int, first_turn: int, n: int) -> list[SessionEvent]:
+    out: list[SessionEvent] = []
+    seq = start_seq
+    for t in range(first_turn, first_turn + n):
+        out.append(ev(seq, "turn/start", {"turn": t}))
+        seq += 1
+        for step in range(rng.randint(1, 3)):
+            provider, model = rng.choice(MODELS)
+            out.append(
+                ev(
+                    seq,
+                    "request/header",
+                    {"header": {"config": {"provider": provider, "model": model}}},
+                )
+            )
+            seq += 1
+            if rng.random() < 0.3:
+                out.append(ev(seq, "web/deepseek-search-llm-request", {}))
+                seq += 1
+            if rng.random() < 0.2:
+                out.append(ev(seq, "session/title-llm-request", {}))
+                seq += 1
+            shape = rng.random()
+            if shape < 0.8:  # an early chunk sample
+                out.append(
+                    ev(
+                        seq,
+                        "assistant/chunk",
+                        {
+                            "turn": t,
+                            "step": step,
+                            "chunk": {"type": "usage", "usage": usage_of(rng)},
+                        },
+                    )
+                )
+                seq += 1
+            if shape < 0.6 or shape >= 0.8:  # the final message (replaces the chunk)
+                src = {"provider": provider, "model": model} if rng.random() < 0.8 else None
+                msg: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "ok"}],
+                }
+                if src:
+                    msg["source"] = src
+                out.append(
+                    ev(
+                        seq,
+                        "assistant/message",
+                        {"turn": t, "step": step, "message": msg, "usage": usage_of(rng)},
+                    )
+                )
+                seq += 1
+            if rng.random() < 0.5:
+                out.append(ev(seq, "tool/call", {"name": "bash", "id": f"c{seq}"}))
+                seq += 1
+        reason = (
+            {"kind": "error", "error": {"message": "x"}}
+            if rng.random() < 0.2
+            else {"kind": "completed"}
+        )
+        out.append(ev(seq, "turn/end", {"turn": t, "reason": reason}))
+        seq += 1
+    return out
+
+
+def fork_of(
+    rng: random.Random, parent: list[SessionEvent], end_seed: bool
+) -> tuple[list[SessionEvent], int]:
+    ends = [e.seq for e in parent if e.type == "turn/end"]
+    cut = rng.choice(ends) + 1
+    child = list(parent[:cut])
+    seq = cut
+    if end_seed:
+        child.append(ev(seq, "session/end-seed", {}))
+        seq += 1
+    n_turns = sum(e.type == "turn/start" for e in child)
+    child += turns(rng, seq, n_turns, rng.randint(1, 3))
+    return child, cut
+
+
+def build_root(
+    tmp: Path, seed: int, zstd: bool
+) -> dict[str, tuple[SessionHeader, list[SessionEvent]]]:
+    rng = random.Random(seed)
+    logs: dict[str, tuple[SessionHeader, list[SessionEvent]]] = {}
+    p = turns(rng, 0, 0, 4)
+    logs["p"] = (SessionHeader("p", 1, cwd="/proj/a"), p)
+    c, cut = fork_of(rng, p, end_seed=True)
+    logs["c"] = (SessionHeader("c", 2, cwd="/proj/a", parent_session="p", seed_length=cut), c)
+    g, gcut = fork_of(rng, c, end_seed=False)
+    logs["g"] = (SessionHeader("g", 3, cwd="/proj/a", parent_session="c", seed_length=gcut), g)
+    s = turns(rng, 0, 0, 2)
+    logs["s"] = (SessionHeader("s", 4, cwd="/proj/a", parent_session="p", origin="subagent"), s)
+    o, ocut = fork_of(rng, turns(rng, 0, 0, 3), end_seed=True)
+    logs["o"] = (SessionHeader("o", 5, cwd="/proj/b", parent_session="gone", seed_length=ocut), o)
+    for header, events in logs.values():
+        write_log(tmp, header, events, zstd=zstd)
+    return logs
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_lineage_matches_reference(tmp_path: Path, seed: int, zstd: bool) -> None:
+    logs = build_root(tmp_path, seed, zstd)
+    usage = root_usage(SessionRoot(tmp_path))
+    doc = usage.to_json_dict()
+    by_id = {s["id"]: s for s in doc["sessions"]}
+    assert set(by_id) == set(logs)
+    for sid, (header, events) in logs.items():
+        L = header.seed_length or 0
+        assert view(by_id[sid]["own"]) == reference(events, L, "own"), sid
+        assert view(by_id[sid]["inherited"]) == reference(events, L, "inherited"), sid
+
+    # Subtrees: a branch is its own plus its descendants' own (the subagent included).
+    def own_calls(sid: str) -> int:
+        return int(by_id[sid]["own"]["calls"])
+
+    assert by_id["p"]["subtree"]["calls"] == sum(own_calls(x) for x in "pcgs")
+    assert by_id["c"]["subtree"]["calls"] == own_calls("c") + own_calls("g")
+    assert by_id["o"]["subtree"]["outputTokens"] == by_id["o"]["own"]["outputTokens"]
+    # Totals: every session's own, once; the orphan's prefix is inheritedFromOutside.
+    for b in BUCKETS:
+        assert doc["totals"][b] == sum(by_id[x]["own"][b] for x in logs)
+        assert doc["inheritedFromOutside"][b] == by_id["o"]["inherited"][b]
+    assert doc["totals"]["unmeteredCalls"] == {
+        k: sum(by_id[x]["own"]["unmeteredCalls"].get(k, 0) for x in logs)
+        for k in doc["totals"]["unmeteredCalls"]
+    }
+    # A forked child never re-counts its parent: the totals are not the sum of wholes.
+    whole = sum(reference(ev_, 0, "own")["outputTokens"] for _h, ev_ in logs.values())
+    assert doc["totals"]["outputTokens"] < whole
+
+
+def test_limited_to_a_subtree(tmp_path: Path) -> None:
+    build_root(tmp_path, 3, False)
+    root = SessionRoot(tmp_path)
+    usage = root_usage(root, root.resolve("c"))
+    assert {s.id for s in usage.sessions} == {"c", "g"}
+    c = next(s for s in usage.sessions if s.id == "c")
+    assert usage.inherited_from_outside.buckets() == c.inherited.buckets()
+
+
+def test_chunk_without_message_counts_and_message_replaces_chunk() -> None:
+    events = [
+        ev(0, "request/header", {"header": {"config": {"provider": "a", "model": "m"}}}),
+        ev(
+            1,
+            "assistant/chunk",
+            {
+                "turn": 0,
+                "step": 0,
+                "chunk": {"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 1}},
+            },
+        ),
+        ev(
+            2,
+            "assistant/message",
+            {
+                "turn": 0,
+                "step": 0,
+                "message": {"source": {"provider": "b", "model": "n"}},
+                "usage": {"inputTokens": 7, "outputTokens": 3},
+            },
+        ),
+        ev(
+            3,
+            "assistant/chunk",
+            {
+                "turn": 0,
+                "step": 1,
+                "chunk": {"type": "usage", "usage": {"inputTokens": 11, "outputTokens": 2}},
+            },
+        ),
+    ]
+    doc = fold_events(events, 0).own().to_json_dict()
+    assert doc["calls"] == 2 and doc["inputTokens"] == 18 and doc["outputTokens"] == 5
+    assert doc["byModel"]["b/n"]["inputTokens"] == 7
+    assert doc["byModel"]["a/m"]["inputTokens"] == 11
+
+
+def test_active_time_and_incremental_feed() -> None:
+    rng = random.Random(9)
+    events = turns(rng, 0, 0, 5)
+    whole = fold_events(events, 0)
+    inc = UsageFold(0)
+    for i in range(0, len(events), 7):
+        inc.feed(events[i : i + 7])
+    assert inc.own().to_json_dict() == whole.own().to_json_dict()
+    spans = 0
+    start = None
+    for e in events:
+        if e.type == "turn/start":
+            start = e.time
+        elif e.type == "turn/end" and start is not None:
+            spans += int(e.time - start)
+    assert whole.own().active_ms == spans
+    # An open turn counts up to its last event.
+    open_fold = fold_events(events[:-1], 0)
+    last_start = max(e.time for e in events if e.type == "turn/start")
+    assert open_fold.own().active_ms == spans - int(events[-1].time - last_start) + int(
+        events[-2].time - last_start
+    )
+
+
+# -- every real log ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", fixture_logs(), ids=lambda p: str(p.parent.name)[:40])
+def test_fixture_own_plus_inherited_is_whole_and_fast_is_full(path: Path) -> None:
+    reader = LogReader(path)
+    events = reader.read().events
+    seed = reader.header.seed_length if reader.header is not None else None
+    split = fold_events(events, seed)
+    whole = fold_events(events, 0)
+    combined = split.own()
+    combined.add(split.inherited())
+    assert combined.to_json_dict() == whole.own().to_json_dict()
+    assert whole.inherited().tokens == {}
+    # The per-turn totals (for a timeline column) add up to the whole.
+    assert sum(whole.turn_tokens.values()) == whole.own().total_tokens
+    assert view(whole.own().to_json_dict()) == reference(list(events), 0, "own")
+    fast = fold_log(path, seed)
+    assert fast.own().to_json_dict() == split.own().to_json_dict()
+    assert fast.inherited().to_json_dict() == split.inherited().to_json_dict()
+
+
+def test_fold_crosses_a_process_boundary_intact() -> None:
+    """What `split_map` sends back from a child (marshal) rebuilds the same views."""
+    import marshal
+
+    from turnline.core.usage import _pack_fold, _unpack_fold
+
+    for path in fixture_logs():
+        reader = LogReader(path)
+        events = reader.read().events
+        seed = reader.header.seed_length if reader.header is not None else None
+        fold = fold_events(events, seed)
+        back = _unpack_fold((str(path), seed), marshal.loads(marshal.dumps(_pack_fold(fold))))
+        assert back.own().to_json_dict() == fold.own().to_json_dict()
+        assert back.inherited().to_json_dict() == fold.inherited().to_json_dict()

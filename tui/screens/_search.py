@@ -1,0 +1,138 @@
+"""The search screen (`s`): results update as you type; Enter opens the hit's turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+from turnline.core.catalog import Catalog, CatalogError
+from turnline.core.search import Hit, QueryError, search
+from turnline.core.textsafe import one_line
+
+#: Seconds of no typing before a query runs.
+DEBOUNCE = 0.25
+LIMIT = 200
+
+
+def hit_prompt(hit: Hit) -> Text:
+    """One result row: title, short id, turn, field, then the snippet with matches in
+    reverse video. Built from `Text` pieces, so log text is never read as markup."""
+    head = Text()
+    head.append(one_line(hit.title or hit.session, 50), style="bold")
+    head.append(f"  {one_line(hit.session)[:8]}  turn {hit.turn}  {hit.field}", style="dim")
+    if hit.inherited_from:
+        head.append(f"  from {one_line(hit.inherited_from)[:8]}", style="dim")
+    elif hit.inherited_by:
+        head.append(f"  +{hit.inherited_by} forks", style="dim")
+    body = Text("\n  ")
+    pos = 0
+    for start, end in hit.marks:
+        body.append(hit.snippet[pos:start])
+        body.append(hit.snippet[start:end], style="reverse bold")
+        pos = end
+    body.append(hit.snippet[pos:])
+    return head + body
+
+
+class SearchScreen(ModalScreen[Hit | None]):
+    """Find text in every session of the root, credited to the session that said it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_none", "Close"),
+        Binding("down", "focus_results", "Results", show=False),
+    ]
+    DEFAULT_CSS = """
+    SearchScreen { align: center middle; }
+    SearchScreen > Vertical {
+        width: 90%; height: 85%; border: round $accent; background: $surface;
+    }
+    SearchScreen #search-status { height: 1; color: $text-muted; padding: 0 1; }
+    SearchScreen OptionList { height: 1fr; }
+    """
+
+    def __init__(self, root: Path, *, catalog_path: str | None = None) -> None:
+        super().__init__()
+        self.root = root
+        self.catalog_path = catalog_path
+        self.hits: list[Hit] = []
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(placeholder='search: words, "a phrase", prefix*', id="search-input")
+            yield Static(Text("type to search user and assistant text"), id="search-status")
+            yield OptionList(id="search-results")
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "Search"
+        self.query_one(Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        query = event.value
+        self._timer = self.set_timer(DEBOUNCE, lambda: self._run(query))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self.hits:
+            self.dismiss(self.hits[0])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        index = event.option_index
+        if 0 <= index < len(self.hits):
+            self.dismiss(self.hits[index])
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+    def action_focus_results(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def _status(self, text: str) -> None:
+        self.query_one("#search-status", Static).update(Text(text))
+
+    def _show(self, query: str, hits: list[Hit], total: int) -> None:
+        if self.query_one(Input).value != query:
+            return  # typed on meanwhile
+        self.hits = hits
+        results = self.query_one(OptionList)
+        results.clear_options()
+        results.add_options([Option(hit_prompt(h)) for h in hits])
+        more = f" (showing {len(hits)})" if total > len(hits) else ""
+        self._status(f"{total} hit{'s' if total != 1 else ''}{more}")
+
+    @work(thread=True, exclusive=True, group="search")
+    def _run(self, query: str) -> None:
+        if not query.strip():
+            self.app.call_from_thread(self._show, query, [], 0)
+            return
+        worker = get_current_worker()
+
+        def progress(done: int, total: int) -> None:
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._status, f"indexing logs: {done}/{total}")
+
+        try:
+            catalog = Catalog(self.root, self.catalog_path)
+        except CatalogError as exc:
+            self.app.call_from_thread(self._status, str(exc))
+            return
+        try:
+            result = search(catalog, query, limit=LIMIT, progress=progress)
+        except QueryError as exc:
+            self.app.call_from_thread(self._status, str(exc))
+            return
+        finally:
+            catalog.close()
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show, query, result.hits, result.total)
