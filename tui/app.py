@@ -31,11 +31,10 @@ from turnline.core.root import (
     SessionRoot,
     no_gc,
 )
-from turnline.core.store import SessionForkError, check_boundary
+from turnline.core.store import ForkErrorCode, SessionForkError
 from turnline.core.summary import SessionSummary
 from turnline.core.timeline import Turn
-from turnline.core.view import OPEN_TURN, TurnView
-from turnline.core.view import SessionView as CoreSessionView
+from turnline.core.view import OPEN_TURN, SessionView, TurnView
 
 from ._text import line, one_line
 from .after_fork import AFTER_FORK_BINDINGS, AfterForkActions
@@ -50,7 +49,6 @@ from .messages import (
     RootScanned,
     RootSnapshot,
     SessionLoaded,
-    SessionView,
 )
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .screens._usage import UsageScreen
@@ -92,35 +90,15 @@ def while_shown(handler: _Handler) -> _Handler:
 PREVIEW_REFUSAL = "the log is still being indexed: fork once it is loaded"
 
 
-def _interim_verdict(view: SessionView | HeadPreview, index: int, turn: Turn) -> TurnView:
-    """The fork rule's verdict (`store.check_boundary`) for a turn of the app's own
-    session view, until the app holds `core.view.SessionView` (which keeps it)."""
-    if turn.end_seq is None:
-        return TurnView(turn, index, False, OPEN_TURN.format(number=turn.number))
-    if isinstance(view, HeadPreview):
-        return TurnView(turn, index, False, PREVIEW_REFUSAL)
-    loaded = view.loaded
-    count = len(loaded.events)
-    contiguous = loaded.contiguous
-    turn_ends = list(loaded.timeline.turn_ends)
-    last_seq = loaded.summary.last_seq
-    for event in list(view.tail):
-        if event.seq == count and contiguous == count:
-            contiguous += 1
-        count += 1
-        last_seq = event.seq
-        if event.type == "turn/end":
-            turn_ends.append(event.seq)
-    header = loaded.summary.header
-    session_id = header.id if header is not None else loaded.summary.id
-    seed = header.seed_length if header is not None and header.seed_length else 0
-    try:
-        check_boundary(
-            session_id, count, contiguous, sorted(turn_ends), turn.end_seq, last_seq=last_seq
-        )
-    except SessionForkError as exc:
-        return TurnView(turn, index, turn.end_seq < seed, exc.message)
-    return TurnView(turn, index, turn.end_seq < seed, None)
+def preview_verdict(index: int, turn: Turn) -> TurnView:
+    """A big log's head turn before the core has judged it: no fork is offered yet."""
+    refusal = OPEN_TURN.format(number=turn.number) if turn.end_seq is None else PREVIEW_REFUSAL
+    return TurnView(turn, index, False, refusal)
+
+
+def preview_turns(preview: HeadPreview) -> tuple[TurnView, ...]:
+    """A big log's head turns as rows (the same verdicts the detail pane shows)."""
+    return tuple(preview_verdict(i, t) for i, t in enumerate(preview.timeline.turns))
 
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
@@ -359,16 +337,15 @@ class TurnlineApp(AfterForkActions, App[int]):
             self.post_message(IndexProgress(path, fraction))
 
         try:
-            with self._root_lock:
-                loaded = root.load(summary, progress=progress, cancel=cancel)
-                snapshot = snapshot_of(root)
+            # Outside the root lock: watcher batches never wait behind a big log's index.
+            loaded = root.load(summary, progress=progress, cancel=cancel)
         except IndexCancelled:
             return  # the user moved on (or quit): not an error
         if get_current_worker().is_cancelled or cancel.is_set():
             return
-        builder = loaded.timeline_builder()
-        last = loaded.summary.last_seq
-        view = SessionView(loaded, builder, next_seq=last + 1 if last is not None else 0)
+        view = SessionView(loaded)
+        with self._root_lock:
+            snapshot = snapshot_of(root)
         self.post_message(SessionLoaded(view, snapshot))
 
     @work(
@@ -378,12 +355,10 @@ class TurnlineApp(AfterForkActions, App[int]):
         exit_on_error=False,
         description="read a turn's content",
     )
-    def _read_turn(
-        self, view: SessionView | CoreSessionView | HeadPreview, index: int, turn: Turn
-    ) -> None:
+    def _read_turn(self, view: SessionView | HeadPreview, index: int, turn: Turn) -> None:
         """Read one turn and build what the detail pane draws, off the UI thread: the
         fork rule's verdict, the content blocks and the bounded raw text (core values)."""
-        if isinstance(view, CoreSessionView):
+        if isinstance(view, SessionView):
             verdict = view.turn_view(index)
             if verdict is None:
                 return
@@ -391,7 +366,7 @@ class TurnlineApp(AfterForkActions, App[int]):
             blocks = view.blocks(index)
         else:
             events = view.events_between(turn.first_seq, turn.end_seq)
-            verdict = _interim_verdict(view, index, turn)
+            verdict = preview_verdict(index, turn)
             blocks = turn_blocks(events)
         if get_current_worker().is_cancelled:
             return
@@ -419,6 +394,12 @@ class TurnlineApp(AfterForkActions, App[int]):
         if worker.group == "load":
             self.timeline.loading = False
         if isinstance(error, SessionForkError):
+            screen = self.screen
+            if isinstance(screen, ForkScreen):
+                if error.code is ForkErrorCode.SESSION_ALREADY_EXISTS:
+                    screen.show_error(f"{error.code}: {error.message}")
+                    return
+                screen.dismiss(None)
             self.notify(
                 f"{error.code}: {error.message}",
                 title="Fork failed",
@@ -510,22 +491,9 @@ class TurnlineApp(AfterForkActions, App[int]):
                 self._start_load(view.path, force=True)
                 return
             batches.append(change.events)
-        if self._extend(view, batches):
-            self.timeline.grow(view.builder.snapshot())
+        if view.extend(batches):
+            self.timeline.grow(view.turns)
             self._refresh_bindings()
-
-    @staticmethod
-    def _extend(view: SessionView, batches: list[tuple[SessionEvent, ...]]) -> bool:
-        """Feed appended events the view does not have yet; True if any were new."""
-        grew = False
-        for events in batches:
-            fresh = [e for e in events if e.seq >= view.next_seq]
-            if fresh:
-                view.builder.feed(fresh)
-                view.tail.extend(fresh)
-                view.next_seq = fresh[-1].seq + 1
-                grew = True
-        return grew
 
     @on(RootFailed)
     @while_shown
@@ -578,7 +546,7 @@ class TurnlineApp(AfterForkActions, App[int]):
             return  # the user moved on before this load finished
         self._wanted = None
         early, self._early = self._early, []
-        self._extend(view, early)
+        view.extend(early)
         same = self.view is not None and self.view.path == view.path
         timeline = self.timeline
         cursor = timeline.current_turn_index if same else None
@@ -591,20 +559,15 @@ class TurnlineApp(AfterForkActions, App[int]):
         self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
-            for index, turn in enumerate(view.builder.snapshot().turns):
-                if turn.end_seq == seq or (turn.first_seq <= seq and turn.end_seq is None):
-                    cursor = index
-                    break
+            target = view.turn_of_seq(seq)
+            if target is not None:
+                cursor = target.index
         timeline.loading = False
         summary = view.loaded.summary
         title = Text("turns · ", end="")
         title.append_text(line(summary.display_title(), limit=50))
         timeline.border_title = title
-        loaded = view.loaded
-        limit = loaded.contiguous if loaded.contiguous < loaded.summary.events else None
-        timeline.show(
-            view.builder.snapshot(), self._divider_of(view), cursor_turn=cursor, seed_limit=limit
-        )
+        timeline.show(view.turns, self._divider_of(view), cursor_turn=cursor)
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
         self._refresh_bindings()
@@ -625,7 +588,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         title.append_text(line(preview.timeline.title or preview.path.name, limit=50))
         timeline.border_title = title
         timeline.border_subtitle = "indexing…"
-        timeline.show(preview.timeline, None, cursor_turn=0)
+        timeline.show(preview_turns(preview), None, cursor_turn=0)
         self._refresh_bindings()
 
     def _show_preview_turn(self, preview: HeadPreview, index: int) -> None:
@@ -818,17 +781,10 @@ class TurnlineApp(AfterForkActions, App[int]):
             return "this session has no turns to fork at"
         if timeline.on_divider:
             return "not a turn boundary: this is the seed divider (Enter jumps to the parent)"
-        turn = timeline.current_turn
+        turn = timeline.current_view
         if turn is None:
             return "no turn is highlighted"
-        if turn.end_seq is None:
-            return f"turn {turn.number} is still open: it has no turn/end yet"
-        if timeline.past_gap(turn):
-            return (
-                f"turn {turn.number} ends past a seq gap (events are contiguous only up to "
-                f"seq {view.loaded.contiguous - 1}): not a valid seed"
-            )
-        return None
+        return turn.refusal
 
     def fork_plan(self) -> ForkPlan | None:
         """The fork the highlighted row offers."""
@@ -848,11 +804,12 @@ class TurnlineApp(AfterForkActions, App[int]):
             return
         summary = view.loaded.summary
 
-        def done(request: ForkRequest | None) -> None:
-            if request is not None and self.root is not None:
+        def submit(request: ForkRequest) -> None:
+            if self.root is not None:
                 self._fork(self.root, summary, request)
 
-        self.push_screen(ForkScreen(plan), done)
+        # The dialog stays open until the child is written (or a taken id is changed).
+        self.push_screen(ForkScreen(plan, submit))
 
     def action_explain_fork(self) -> None:
         """Say why the highlighted row cannot be forked."""
@@ -864,8 +821,11 @@ class TurnlineApp(AfterForkActions, App[int]):
     def _on_forked(self, message: Forked) -> None:
         result = message.result
         self.snapshot = message.snapshot
+        if isinstance(self.screen, ForkScreen):
+            self.screen.dismiss(None)
         child = result.child
-        self.session_tree.show(message.snapshot, select=child.path)
+        # Shown even when an active filter would hide it.
+        self.session_tree.show(message.snapshot, select=child.path, reveal=True)
         self._start_load(child.path)
         self.timeline.focus()
         self.notify(

@@ -9,6 +9,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from turnline.core.logfile import read_log
 from turnline.core.timeline import Timeline, build_timeline
+from turnline.core.view import OPEN_TURN, TurnView
 from turnline.tui.widgets import Divider, TurnTimeline
 
 from .conftest import Family
@@ -45,6 +46,22 @@ def many(base: Timeline, count: int) -> Timeline:
     return dataclasses.replace(base, turns=turns)
 
 
+def rows(timeline: Timeline, refused: frozenset[int] = frozenset()) -> tuple[TurnView, ...]:
+    """The turns as verdicts: closed turns forkable unless their index is in `refused`."""
+    seed = timeline.seed_length
+    return tuple(
+        TurnView(
+            turn,
+            index,
+            turn.end_seq is not None and turn.end_seq < seed,
+            OPEN_TURN.format(number=turn.number)
+            if turn.end_seq is None
+            else ("refused" if index in refused else None),
+        )
+        for index, turn in enumerate(timeline.turns)
+    )
+
+
 def screen_text(app: Host) -> list[str]:
     timeline = app.query_one(TurnTimeline)
     return [timeline.render_line(y).text for y in range(timeline.size.height)]
@@ -55,7 +72,7 @@ async def test_header_rows_and_keys(family: Family) -> None:
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(TurnTimeline)
         timeline.focus()
-        timeline.show(many(timeline_of(family), 30), None, cursor_turn=0)
+        timeline.show(rows(many(timeline_of(family), 30)), None, cursor_turn=0)
         await pilot.pause()
         lines = screen_text(app)
         assert lines[0].split() == ["turn", "reason", "steps", "tools", "time", "user"]
@@ -81,11 +98,11 @@ async def test_click_selects_and_divider_chooses_the_parent(family: Family) -> N
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(TurnTimeline)
         divider = Divider("the parent", "aaaa1111-parent", 9)
-        timeline.show(timeline_of(family, "child"), divider, cursor_turn=0)
+        timeline.show(rows(timeline_of(family, "child")), divider, cursor_turn=0)
         await pilot.pause()
         assert timeline.row_count == 4 and timeline.turn_index_at(2) is None
         lines = screen_text(app)
-        assert "forked from the parent at seq 9" in lines[3]
+        assert "forked from aaaa1111 at seq 9 · the parent" in lines[3]
         await pilot.click(TurnTimeline, offset=(10, 2))  # header is line 0: row 1
         assert timeline.cursor_row == 1 and timeline.current_turn_index == 1
         assert not any(said[0] == "divider" for said in app.said)
@@ -101,12 +118,13 @@ async def test_grow_renders_only_new_and_changed_rows(family: Family) -> None:
         timeline = app.query_one(TurnTimeline)
         full = timeline_of(family, "live")  # turn 1 closed, turn 2 open
         assert full.turns[1].is_open
-        timeline.show(dataclasses.replace(full, turns=full.turns[:1]), None, cursor_turn=None)
+        views = rows(full)
+        timeline.show(views[:1], None, cursor_turn=None)
         await pilot.pause()
         width = timeline.scrollable_content_region.width
         first = timeline._row_strip(0, width)
         assert timeline._row_strip(0, width) is first  # a cache hit
-        timeline.grow(full)
+        timeline.grow(views)
         await pilot.pause()
         # The cursor followed the end; row 0 lost the cursor, so it was drawn again.
         assert timeline.cursor_row == 1 and ("turn", 1, True) in app.said
@@ -117,7 +135,8 @@ async def test_grow_renders_only_new_and_changed_rows(family: Family) -> None:
         # The open turn closes: a new object at the same index, so its row is redrawn;
         # the unchanged closed turn keeps its cached strip.
         closed = dataclasses.replace(full.turns[1], end_seq=99, reason="completed")
-        timeline.grow(dataclasses.replace(full, turns=(full.turns[0], closed)))
+        # (the core's view keeps the same TurnView for a turn that did not change)
+        timeline.grow((views[0], TurnView(closed, 1, False, None)))
         await pilot.pause()
         assert timeline._row_strip(0, width) is unfocused
         redrawn = timeline._row_strip(1, width)
@@ -134,13 +153,13 @@ async def test_the_turn_column_fits_four_digit_turn_numbers(family: Family) -> N
     app = Host()
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(TurnTimeline)
-        timeline.show(dataclasses.replace(base, turns=numbered), None, cursor_turn=0)
+        timeline.show(rows(dataclasses.replace(base, turns=numbered)), None, cursor_turn=0)
         await pilot.pause()
         lines = screen_text(app)
         assert "990" in lines[1] and "998" in lines[9]
         assert all("…" not in line.split()[1] for line in lines[1:10])
         longer = (*numbered, dataclasses.replace(base.turns[0], number=12345))
-        timeline.grow(dataclasses.replace(base, turns=longer))
+        timeline.grow(rows(dataclasses.replace(base, turns=longer)))
         timeline.move_cursor(row=9)
         await pilot.pause()
         assert "12345" in "\n".join(screen_text(app))

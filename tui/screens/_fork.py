@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -40,15 +41,22 @@ class ForkRequest:
 
 
 class ForkScreen(ModalScreen[ForkRequest | None]):
-    """Asks for the child id; Enter forks, Escape cancels."""
+    """Asks for the child id; Enter forks, Escape cancels.
+
+    With `submit`, the dialog stays open while the fork is written: the app closes it
+    when the child exists (`dismiss`), or shows why not under the id field
+    (`show_error`, e.g. an id that is taken) so the user can change the id. Without it,
+    Enter dismisses with the request.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, plan: ForkPlan) -> None:
+    def __init__(self, plan: ForkPlan, submit: Callable[[ForkRequest], None] | None = None) -> None:
         super().__init__()
         self.plan = plan
+        self._on_submit = submit
 
     def compose(self) -> ComposeResult:
         plan = self.plan
@@ -66,6 +74,9 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             yield Static(facts, id="fork-facts")
             yield Label("child id (blank = generated)")
             yield Input(placeholder="generated UUID", id="child-id")
+            error = Static("", id="fork-error")
+            error.display = False
+            yield error
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
@@ -75,7 +86,20 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
 
     def _submit(self) -> None:
         value = self.query_one("#child-id", Input).value.strip()
-        self.dismiss(ForkRequest(self.plan, value or None))
+        request = ForkRequest(self.plan, value or None)
+        if self._on_submit is None:
+            self.dismiss(request)
+            return
+        self._on_submit(request)
+
+    def show_error(self, message: str) -> None:
+        """Say under the id field why the fork was refused; the id stays editable."""
+        error = self.query_one("#fork-error", Static)
+        error.update(Text(message, style="bold red"))
+        error.display = True
+        field = self.query_one("#child-id", Input)
+        field.focus()
+        field.action_select_all()
 
     @on(Input.Submitted, "#child-id")
     def _on_child_id_submitted(self) -> None:

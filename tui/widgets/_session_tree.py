@@ -133,6 +133,8 @@ class SessionTree(Tree[TreeEntry]):
         self._session_nodes: dict[Path, TreeNode[TreeEntry]] = {}
         self._snapshot: RootSnapshot | None = None
         self._filter = ""
+        #: Sessions shown whatever the filter says (a fork child made under a filter).
+        self._revealed: set[Path] = set()
         #: Folds the user left open (True) or closed (False), by `kind:key`.
         self._folds: dict[str, bool] = {}
         self._eager = True  # this build unfolds projects by default
@@ -167,8 +169,18 @@ class SessionTree(Tree[TreeEntry]):
                 node = self._session_nodes.get(path)
         return node
 
-    def show(self, snapshot: RootSnapshot, *, select: Path | None = None) -> None:
-        """Rebuild from a snapshot; keep (or move) the cursor to a session."""
+    def show(
+        self, snapshot: RootSnapshot, *, select: Path | None = None, reveal: bool = False
+    ) -> None:
+        """Rebuild from a snapshot; keep (or move) the cursor to a session.
+
+        Args:
+            select: The session to move the cursor to.
+            reveal: Show `select` even if the filter would hide it (until the filter
+                changes).
+        """
+        if reveal and select is not None:
+            self._revealed.add(select)
         keep = select or self._target or self.highlighted_path
         self._remember_folds()
         self._snapshot = snapshot
@@ -199,11 +211,17 @@ class SessionTree(Tree[TreeEntry]):
         keep = self.highlighted_path
         self._remember_folds()
         self._filter = text
+        self._revealed.clear()
         self._rebuild()
-        if keep is not None and keep in self._project_of:
+        snapshot = self._snapshot
+        summary = snapshot.summaries.get(keep) if snapshot and keep else None
+        # The cursor stays only on a session the filter matches, not on an ancestor
+        # shown for a descendant's sake.
+        if keep in self._project_of and (summary is None or self._matches(summary)):
+            assert keep is not None
             self.select_path(keep)
         else:
-            self.select_first_session()
+            self.select_first_match()
 
     def select_path(self, path: Path, *, announce: bool = True) -> bool:
         """Move the cursor to a session (unfolding its ancestors).
@@ -243,6 +261,18 @@ class SessionTree(Tree[TreeEntry]):
             self.select_path(path)
             return
 
+    def select_first_match(self) -> None:
+        """Move the cursor to the first session the filter matches (not an ancestor
+        shown only for its descendant's sake)."""
+        snapshot = self._snapshot
+        if snapshot is not None:
+            for path in self._project_of:
+                summary = snapshot.summaries.get(path)
+                if summary is not None and self._matches(summary):
+                    self.select_path(path)
+                    return
+        self.select_first_session()
+
     # -- building ------------------------------------------------------------------
 
     def _label(self, summary: SessionSummary, depth: int) -> Text:
@@ -268,7 +298,7 @@ class SessionTree(Tree[TreeEntry]):
 
     def _matches(self, summary: SessionSummary) -> bool:
         needle = self._filter
-        if not needle:
+        if not needle or summary.path in self._revealed:
             return True
         hay = f"{summary.display_title()}\n{summary.id}\n{summary.cwd or ''}".lower()
         return needle in hay

@@ -10,6 +10,7 @@ whole visible table.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import ClassVar
@@ -23,7 +24,8 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from turnline.core.timeline import Timeline, Turn
+from turnline.core.timeline import Turn
+from turnline.core.view import TurnView
 
 from .._text import line
 
@@ -188,14 +190,13 @@ class TurnTimeline(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(id=id, classes=classes)
         self.tz = tz
+        self._views: tuple[TurnView, ...] = ()
         self._turns: tuple[Turn, ...] = ()
-        self._seed_length = 0
         self._divider: Divider | None = None
         self._divider_after: int | None = None  # index of the last seed turn
         self._number_width = 5  # the turn column: see `_fit_numbers`
         self._cursor = 0
         self._hover: int | None = None
-        self.seed_limit: int | None = None
         # (row, width, cursor, hover, focus) -> (what the row showed, its strip). The
         # turn object is checked on use: closed turns are the same objects in every
         # snapshot, an open turn that changed is a new one.
@@ -210,6 +211,11 @@ class TurnTimeline(ScrollView, can_focus=True):
     def turns(self) -> tuple[Turn, ...]:
         """The turns shown."""
         return self._turns
+
+    @property
+    def turn_views(self) -> tuple[TurnView, ...]:
+        """The turns shown, with the fork rule's verdicts."""
+        return self._views
 
     @property
     def divider(self) -> Divider | None:
@@ -265,18 +271,15 @@ class TurnTimeline(ScrollView, can_focus=True):
         return self._turns[index] if index is not None else None
 
     @property
+    def current_view(self) -> TurnView | None:
+        """The turn under the cursor, with its fork verdict."""
+        index = self.current_turn_index
+        return self._views[index] if index is not None else None
+
+    @property
     def on_divider(self) -> bool:
         """True when the cursor is on the seed divider row."""
         return self._divider_row is not None and self._cursor == self._divider_row
-
-    def past_gap(self, turn: Turn) -> bool:
-        """True for a turn/end beyond the contiguous prefix: shown, but not a fork point."""
-        limit = self.seed_limit
-        return limit is not None and turn.end_seq is not None and turn.end_seq >= limit
-
-    def is_seed(self, turn: Turn) -> bool:
-        """True for a turn the child inherited from its parent."""
-        return turn.end_seq is not None and turn.end_seq < self._seed_length
 
     def get_row_at(self, row: int) -> list[Text]:
         """The cells of a row, in column order.
@@ -287,35 +290,30 @@ class TurnTimeline(ScrollView, can_focus=True):
         if not 0 <= row < self.row_count:
             raise IndexError(f"no row {row}")
         index = self.turn_index_at(row)
-        return self._divider_cells() if index is None else self._cells(self._turns[index])
+        return self._divider_cells() if index is None else self._cells(self._views[index])
 
     # -- showing -------------------------------------------------------------------
 
     def show(
         self,
-        timeline: Timeline,
+        turns: Sequence[TurnView],
         divider: Divider | None,
         *,
         cursor_turn: int | None,
-        seed_limit: int | None = None,
     ) -> None:
-        """Replace the rows with a session's timeline.
+        """Replace the rows with a session's turns.
 
         Args:
-            timeline: The turns.
+            turns: The turns with the fork rule's verdicts (drawn as they say: ▶ forkable,
+                ✖ past a seq gap, ● open, dim when inherited).
             divider: Where a fork child's seed ends, if it is one.
             cursor_turn: The turn index to put the cursor on (None: the last row).
-            seed_limit: Events are contiguous only below this seq (None: all are), so
-                turns ending at or past it cannot seed a fork.
         """
-        self.seed_limit = seed_limit
-        self._turns = timeline.turns
-        self._fit_numbers()
-        self._seed_length = timeline.seed_length
+        self._set_views(turns)
         self._divider = divider
         self._divider_after = None
         if divider is not None:
-            seeds = [i for i, t in enumerate(self._turns) if self.is_seed(t)]
+            seeds = [i for i, v in enumerate(self._views) if v.inherited]
             self._divider_after = seeds[-1] if seeds else -1
         self._reset_rows()
         target: int | None = None
@@ -326,8 +324,8 @@ class TurnTimeline(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         self._announce()
 
-    def grow(self, timeline: Timeline) -> None:
-        """Extend in place with a longer timeline of the same session.
+    def grow(self, turns: Sequence[TurnView]) -> None:
+        """Extend in place with the longer list of turns of the same session.
 
         Only changed turns (an open turn that closed or gained steps) and new turns
         are rendered again. The cursor stays where the user put it, unless it was on
@@ -336,9 +334,8 @@ class TurnTimeline(ScrollView, can_focus=True):
         rows = self.row_count
         following = rows > 0 and self._cursor == rows - 1
         before = self.current_turn_index
-        before_turn = self.current_turn
-        self._turns = timeline.turns
-        self._fit_numbers()
+        before_turn = self.current_view
+        self._set_views(turns)
         self._update_virtual_size()
         if following:
             self._cursor = self.row_count - 1
@@ -347,8 +344,13 @@ class TurnTimeline(ScrollView, can_focus=True):
         self.refresh()
         # Re-announce only if what is under the cursor changed: the detail pane keeps
         # its scroll position and folds while other turns grow.
-        if self.current_turn_index != before or self.current_turn != before_turn:
+        if self.current_turn_index != before or self.current_view != before_turn:
             self._announce(live=True)
+
+    def _set_views(self, turns: Sequence[TurnView]) -> None:
+        self._views = tuple(turns)
+        self._turns = tuple(v.turn for v in self._views)
+        self._fit_numbers()
 
     def _fit_numbers(self) -> None:
         """Size the turn column for the turns now shown (every cached row is redrawn
@@ -362,6 +364,7 @@ class TurnTimeline(ScrollView, can_focus=True):
 
     def show_empty(self) -> None:
         """Forget the session: no rows."""
+        self._views = ()
         self._turns = ()
         self._divider = None
         self._divider_after = None
@@ -503,7 +506,14 @@ class TurnTimeline(ScrollView, can_focus=True):
         """
         pad = " " * CELL_PADDING
         text = Text(style=style, no_wrap=True, end="")
-        for cell, cell_width in zip(cells, self._widths(width), strict=True):
+        widths = self._widths(width)
+        if len(cells) == 2:  # the divider: its text spans every column after the turn
+            rest = max(width, self._min_width()) - widths[0] - 4 * CELL_PADDING
+            widths = [widths[0], rest]
+            cells = [cells[0], cells[1].copy()]
+            if cells[1].cell_len + 1 < rest:
+                cells[1].append(" " + "─" * (rest - cells[1].cell_len - 1), style="cyan")
+        for cell, cell_width in zip(cells, widths, strict=True):
             cell = cell.copy()
             cell.truncate(cell_width, overflow="ellipsis")
             cell.align(cell.justify if cell.justify in ("left", "right", "center") else "left",
@@ -528,7 +538,7 @@ class TurnTimeline(ScrollView, can_focus=True):
 
     def _row_strip(self, row: int, width: int) -> Strip:
         index = self.turn_index_at(row)
-        shown: object = self._divider if index is None else self._turns[index]
+        shown: object = self._divider if index is None else self._views[index]
         cursor = row == self._cursor
         key = (row, width, cursor, row == self._hover, self.has_focus)
         cached = self._row_cache.get(key)
@@ -562,22 +572,27 @@ class TurnTimeline(ScrollView, can_focus=True):
     def _divider_cells(self) -> list[Text]:
         divider = self._divider
         assert divider is not None
-        text = Text("forked from ", style="bold cyan", no_wrap=True, end="")
-        text.append_text(line(divider.parent_title, style="bold cyan", limit=40))
-        text.append(f" at seq {divider.boundary} ", style="bold cyan")
-        cells = {key: Text("─" * width, style="cyan", end="") for key, _, width in COLUMNS}
-        cells["turn"] = Text("⤴ ───", style="bold cyan", end="")
-        cells["user"] = text
-        return [cells[key] for key, _, _ in COLUMNS]
+        # The seq and the parent's short id come first: a narrow column cuts the title.
+        text = Text(
+            f"forked from {divider.parent_id[:8]} at seq {divider.boundary} · ",
+            style="bold cyan",
+            no_wrap=True,
+            overflow="ellipsis",
+            end="",
+        )
+        text.append_text(line(divider.parent_title, style="bold cyan"))
+        # Two cells: the turn column, then one text across all the others.
+        return [Text("⤴ ───", style="bold cyan", end=""), text]
 
-    def _cells(self, turn: Turn) -> list[Text]:
-        seed = self.is_seed(turn)
+    def _cells(self, view: TurnView) -> list[Text]:
+        turn = view.turn
+        seed = view.inherited
         base = "dim" if seed else ""
         number = Text(end="")
-        if self.past_gap(turn):
+        if view.past_gap:
             number.append(f"{GAP_MARK} ", style="red")
             number.append(str(turn.number), style="dim")
-        elif turn.forkable:
+        elif view.forkable:
             number.append(f"{FORK_MARK} ", style="dim cyan" if seed else "bold cyan")
             number.append(str(turn.number), style=f"bold {base}".strip())
         else:
