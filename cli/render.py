@@ -16,6 +16,8 @@ from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import one_line
 from turnline.core.timeline import Turn
+from turnline.core.usage import compact_tokens
+from turnline.core.usage import format_cost as _cost
 from turnline.core.view import SessionView
 
 #: Width an id is cut to in tables (a UUID keeps its first two groups).
@@ -256,19 +258,6 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
         lines.append(f"missing parent {one_line(group.parent_id)}")
         draw(group.children, "", True)
     return lines
-
-
-def compact_tokens(n: int) -> str:
-    """A token count in a few characters: 950, 12.3k, 4.1M."""
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
-
-
-def _cost(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
 
 
 def usage_lines(rows: Sequence[tuple[str, Any]], totals: Any, prices: Any, by: str) -> list[str]:

@@ -18,31 +18,13 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 from .model import TURN_END, SessionEvent
+from .records import is_user_input, message_text
 
 #: Token buckets of a usage sample, as dsh names them (`TokenUsage`). The first four
 #: are disjoint (billed input = input + cacheRead + cacheWrite); reasoning is part of
 #: output, reported but never added to a sum.
 USAGE_BUCKETS: Final = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 REASONING_BUCKET: Final = "reasoningTokens"
-
-
-def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
-    """The text parts of a message (`{content:[{type:"text",text}…]}`), joined by newlines."""
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content if "text" in kinds else ""
-    if not isinstance(content, list):
-        return ""
-    parts = [
-        part.get("text", "")
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in kinds
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(p for p in parts if p)
 
 
 def message_source_kind(message: Any) -> str | None:
@@ -52,12 +34,6 @@ def message_source_kind(message: Any) -> str | None:
     source = message.get("source")
     kind = source.get("kind") if isinstance(source, dict) else None
     return kind if isinstance(kind, str) else None
-
-
-def is_user_input(message: Any) -> bool:
-    """True for a user message the user typed (no source kind, or `user`), False for
-    plugin-injected context and anything that is not a message."""
-    return isinstance(message, dict) and message_source_kind(message) in (None, "user")
 
 
 # -- blocks ---------------------------------------------------------------------------

@@ -640,3 +640,17 @@ def _unpack_fold(item: tuple[str, int | None], packed: Any) -> UsageFold:
     fold.inherited_totals = _unpack_totals(inherited)
     fold.events = events
     return fold
+
+
+def compact_tokens(n: int) -> str:
+    """A token count in a few characters: 950, 12.3k, 4.1M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def format_cost(value: float | None) -> str:
+    """A cost for a table: four decimals, `-` when unknown (some sample unpriced)."""
+    return "-" if value is None else f"{value:.4f}"

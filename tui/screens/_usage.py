@@ -22,22 +22,11 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
 from turnline.core.usage import RootUsage, UsageFold, UsageTotals, combine, fold_log
+from turnline.core.usage import compact_tokens as compact
+from turnline.core.usage import format_cost as _cost
 
 from .._text import line
 from ..messages import RootChanged, RootSnapshot
-
-
-def compact(n: int) -> str:
-    """12.3k-style token counts."""
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
-
-
-def _cost(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
 
 
 class UsageScreen(Screen[Path | None]):
