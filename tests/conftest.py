@@ -9,7 +9,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(os.environ.get("TURNLINE_FIXTURES", REPO.parent / "shared" / "fixtures" / "dsh"))
+FIXTURES = Path(
+    os.environ.get("TURNLINE_FIXTURES", REPO.parent / "shared" / "fixtures" / "dsh")
+).resolve()  # roots are resolved when opened: compare like with like
 
 settings.register_profile(
     "ci",
