@@ -58,3 +58,26 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is not None and len(line) > limit:
         return line[: max(limit - 1, 0)] + ELLIPSIS if limit > 0 else ""
     return line
+
+
+def middle_cut(path: str, limit: int) -> str:
+    """A path cut in the middle to `limit` characters, keeping its last component
+    (and as much of its start as fits): two projects under one long temporary folder
+    read `/var/folders/2g/…/T/acp-snap-a` and `…/acp-snap-b`, not the same prefix.
+
+    Args:
+        path: A path (already made safe: see `one_line`).
+        limit: The most characters the result may have.
+    """
+    if len(path) <= limit:
+        return path
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    cut = path.rstrip("/")
+    slash = cut.rfind("/")
+    last = cut[slash:] if slash > 0 else ""
+    if not last or len(last) + 2 > limit:
+        # The last component alone is too long: keep its end, which tells it apart.
+        return ELLIPSIS + path[len(path) - (limit - 1) :]
+    head = limit - 1 - len(last)
+    return path[:head] + ELLIPSIS + last

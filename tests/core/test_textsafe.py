@@ -46,3 +46,17 @@ def test_nothing_unsafe_survives(text: str) -> None:
         assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in out)
         out.encode("utf-8")  # always printable on a UTF-8 terminal
     assert "\n" not in one_line(text)
+
+
+def test_middle_cut_keeps_the_last_component() -> None:
+    from turnline.core.textsafe import middle_cut
+
+    a = "/var/folders/2g/b32ct0qn1d7abcdefgh/T/acp-snap-cwd-MABC"
+    b = "/var/folders/2g/b32ct0qn1d7abcdefgh/T/acp-snap-cwd-XYZW"
+    cut_a, cut_b = middle_cut(a, 30), middle_cut(b, 30)
+    assert len(cut_a) == 30 and cut_a.endswith("/acp-snap-cwd-MABC") and "…" in cut_a
+    assert cut_a != cut_b
+    assert cut_a.startswith("/var/folder")
+    assert middle_cut("/home/dev/parser", 30) == "/home/dev/parser"
+    assert middle_cut("/a/verylongcomponentnameindeed", 10) == "…ameindeed"
+    assert middle_cut("/x/yy", 1) == "…"

@@ -1,0 +1,119 @@
+"""Short session ids that tell sessions apart.
+
+A UUID's first 8 characters are unique in practice, but real roots hold ids that are
+not UUIDs (`{{sessionId}}` templates in 34 fixture logs, `sdk-snapshot-…`, repeated
+digits) and ids that several logs claim. `unique_prefixes` lengthens a prefix until
+it differs from every other id; `short_ids` adds, for an id that several logs share,
+the part of the log's folder that tells them apart (`{{sessio@handshake`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+#: Characters a short id keeps at least (a UUID's first group).
+SHORT_ID: Final = 8
+#: Joins a shared id's prefix to the folder part that tells its logs apart.
+WHERE: Final = "@"
+
+
+def unique_prefixes(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, str]:
+    """The shortest prefix of each id, at least `minimum` characters, that no other
+    (different) id starts with.
+
+    An id that is itself a prefix of another one is kept whole: it cannot be made
+    more unique. Repeated ids count once.
+
+    Args:
+        ids: Session ids (any order, repeats allowed).
+        minimum: The fewest characters a prefix keeps (fewer only for a shorter id).
+
+    Returns:
+        id -> its prefix, for every distinct id.
+    """
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for i, sid in enumerate(ordered):
+        # In sorted order the id sharing the longest prefix with this one is a neighbour.
+        need = 0
+        if i > 0:
+            need = max(need, _common(sid, ordered[i - 1]))
+        if i + 1 < len(ordered):
+            need = max(need, _common(sid, ordered[i + 1]))
+        out[sid] = sid[: max(minimum, need + 1)]
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def distinguishing_parts(paths: Sequence[Path]) -> dict[Path, str]:
+    """For logs that claim one id, the shortest trailing part of each log's folder
+    that differs between them.
+
+    The folders' shared tail (e.g. the `<id>/` folder of dsh's `--project--/<id>/`
+    layout) is dropped first; then each folder keeps as many of its last components
+    as make it unique among the others (`handshake`, `web/handshake`).
+
+    Args:
+        paths: The log files (each with its folder).
+
+    Returns:
+        path -> the distinguishing part ("" for a log whose folder no part sets apart,
+        e.g. two logs in one folder: their file names then differ).
+    """
+    folders = [p.parent.parts for p in paths]
+    if len(paths) < 2:
+        return {p: "" for p in paths}
+    shared = 0
+    shortest = min(len(f) for f in folders)
+    while shared < shortest and len({f[len(f) - 1 - shared] for f in folders}) == 1:
+        shared += 1
+    heads = [f[: len(f) - shared] for f in folders]
+    out: dict[Path, str] = {}
+    for path, head in zip(paths, heads, strict=True):
+        part = ""
+        for take in range(1, len(head) + 1):
+            tail = head[-take:]
+            if sum(1 for other in heads if other[-take:] == tail) == 1:
+                part = "/".join(tail)
+                break
+        else:
+            part = path.name if sum(1 for p in paths if p.parent == path.parent) > 1 else ""
+        out[path] = part
+    return out
+
+
+def short_ids(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> dict[Path, str]:
+    """A short id per log that no other log under the root shows.
+
+    Args:
+        sessions: (session id, log path) for every log shown.
+        minimum: The fewest characters of the id kept.
+
+    Returns:
+        path -> `unique_prefixes`' prefix, followed for an id several logs claim by
+        `@` and the folder part that tells them apart.
+    """
+    items = list(sessions)
+    prefixes = unique_prefixes((sid for sid, _ in items), minimum)
+    by_id: dict[str, list[Path]] = {}
+    for sid, path in items:
+        by_id.setdefault(sid, []).append(path)
+    out: dict[Path, str] = {}
+    for sid, paths in by_id.items():
+        if len(paths) == 1:
+            out[paths[0]] = prefixes[sid]
+            continue
+        parts = distinguishing_parts(paths)
+        for path in paths:
+            part = parts[path]
+            out[path] = f"{prefixes[sid]}{WHERE}{part}" if part else prefixes[sid]
+    return out
