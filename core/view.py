@@ -15,12 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .content import Block, header_model, turn_blocks
+from .content import Block, header_model, turn_blocks, usage_sample
 from .model import TURN_END, LogProblem, SessionEvent
 from .root import LoadedSession
 from .store import SessionForkError, check_boundary
 from .summary import SessionSummary
 from .timeline import Timeline, TimelineBuilder, Turn
+from .usage import UsageFold
 
 #: The refusal of a turn that has no `turn/end` yet.
 OPEN_TURN = "turn {number} is still open: it has no turn/end yet"
@@ -36,12 +37,16 @@ class TurnView:
         inherited: The turn is part of the seed the session inherited from its parent.
         refusal: None when `fork` at the turn's `turn/end` is allowed; otherwise why not,
             in the fork rule's own words.
+        tokens: The turn's billed tokens (dsh's usage fold, a later sample for the
+            same step replacing the earlier one), inherited turns included; None if
+            the turn has no usage sample or the view has no fold (a big indexed log).
     """
 
     turn: Turn
     index: int
     inherited: bool
     refusal: str | None
+    tokens: int | None = None
 
     @property
     def forkable(self) -> bool:
@@ -87,6 +92,7 @@ class SessionView:
         self._turns: tuple[TurnView, ...] = ()
         self._verdicts: dict[tuple[int, int | None], TurnView] = {}
         self._verdicts_contiguous = -1  # the prefix the cached verdicts were taken at
+        self._start_usage()
         self._rebuild_turns()
 
     # -- what the session is -----------------------------------------------------------
@@ -192,7 +198,7 @@ class SessionView:
                 view = old
             else:
                 inherited = turn.end_seq is not None and turn.end_seq < seed
-                view = TurnView(turn, index, inherited, self._verdict(turn))
+                view = TurnView(turn, index, inherited, self._verdict(turn), self._tokens_of(turn))
             views.append(view)
             cache[key] = view
         self._verdicts = cache
@@ -248,6 +254,7 @@ class SessionView:
             grew = True
             self._builder.feed(fresh)
             self._tail.extend(fresh)
+            self._feed_usage(fresh)
             for event in fresh:
                 if event.seq == self._count and self._contiguous == self._count:
                     self._contiguous += 1
@@ -260,3 +267,74 @@ class SessionView:
             self._timeline = self._builder.snapshot()
             self._rebuild_turns()
         return grew
+
+    # -- usage ---------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> UsageFold | None:
+        """The session's usage fold (own and inherited), current with every append;
+        None for a big indexed log, whose events the view does not hold."""
+        return self._usage
+
+    def turn_tokens(self, index: int) -> int | None:
+        """The billed tokens of one turn (see `TurnView.tokens`)."""
+        view = self.turn_view(index)
+        return None if view is None else view.tokens
+
+    def _start_usage(self) -> None:
+        """Fold the loaded events once; `extend` feeds the appended ones only.
+
+        `UsageFold.turn_tokens` is keyed by dsh's `data.turn`, which need not match a
+        timeline row (a log may repeat turn numbers, a sample may sit in the lead-in
+        of the next row): each sample's change to its key is recorded at the sample's
+        seq instead, and a row sums the changes inside its seq range. A replacement
+        is credited to the row of the sample that replaces (dsh's replaced sample is
+        the one just before it, for the same step: in practice the same row).
+        """
+        self._usage: UsageFold | None = None
+        self._sample_seqs: list[int] = []
+        self._sample_sums: list[int] = [0]  # running total of the changes, by sample
+        self._samples_ordered = True
+        if self.loaded.index is not None:
+            return  # a big log: its events are read on demand, never all at once
+        self._usage = UsageFold(self._timeline.seed_length)
+        self._feed_usage(self.loaded.events)
+
+    def _feed_usage(self, events: Iterable[SessionEvent]) -> None:
+        fold = self._usage
+        if fold is None:
+            return
+        per_turn = fold.turn_tokens
+        for event in events:
+            sample = usage_sample(event)
+            if sample is None:
+                fold.feed_one(event.type, event.seq, event.time, event.data)
+                continue
+            before = per_turn.get(sample.turn, 0)
+            fold.feed_one(event.type, event.seq, event.time, event.data)
+            self._record_sample(event.seq, per_turn.get(sample.turn, 0) - before)
+
+    def _record_sample(self, seq: int, change: int) -> None:
+        seqs = self._sample_seqs
+        if seqs and seq < seqs[-1]:
+            self._samples_ordered = False
+        seqs.append(seq)
+        self._sample_sums.append(self._sample_sums[-1] + change)
+
+    def _tokens_of(self, turn: Turn) -> int | None:
+        if self._usage is None:
+            return None
+        seqs, sums = self._sample_seqs, self._sample_sums
+        last = turn.end_seq
+        if self._samples_ordered:
+            lo = bisect.bisect_left(seqs, turn.first_seq)
+            hi = len(seqs) if last is None else bisect.bisect_right(seqs, last)
+            return sums[hi] - sums[lo] if hi > lo else None
+        hits = [
+            i
+            for i, seq in enumerate(seqs)
+            if turn.first_seq <= seq and (last is None or seq <= last)
+        ]
+        if not hits:
+            return None
+        return sum(sums[i + 1] - sums[i] for i in hits)
