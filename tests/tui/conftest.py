@@ -230,3 +230,13 @@ async def wait_for(
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {predicate.__doc__ or predicate}")
         await pilot.pause(0.05)
+
+
+@pytest.fixture(autouse=True)
+def today_is_the_logs_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeline's "today" is the day of `T0` (the logs' times show without a date,
+    as they did before dates were shown) in every app test, so no screen depends on
+    the day the tests run. A test about dates sets `TurnTimeline.clock` itself."""
+    from turnline.tui.widgets import _timeline
+
+    monkeypatch.setattr(_timeline, "wall_clock", lambda: T0 / 1000 + 3600)

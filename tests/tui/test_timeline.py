@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC
+from datetime import UTC, date, datetime
 from typing import Any
 
 from textual.app import App, ComposeResult
@@ -11,8 +11,9 @@ from turnline.core.logfile import read_log
 from turnline.core.timeline import Timeline, build_timeline
 from turnline.core.view import OPEN_TURN, TurnView
 from turnline.tui.widgets import Divider, TurnTimeline
+from turnline.tui.widgets._timeline import NO_TIME, format_time
 
-from .conftest import Family
+from .conftest import T0, Family
 
 SIZE = (100, 12)  # a 10-line timeline: header + 9 rows
 
@@ -75,7 +76,7 @@ async def test_header_rows_and_keys(family: Family) -> None:
         timeline.show(rows(many(timeline_of(family), 30)), None, cursor_turn=0)
         await pilot.pause()
         lines = screen_text(app)
-        assert lines[0].split() == ["turn", "reason", "steps", "tools", "time", "user"]
+        assert lines[0].split() == ["turn", "reason", "steps", "tools", "tokens", "time", "user"]
         assert lines[1].lstrip().startswith("▶ 1") and "completed" in lines[1]
         # The user column runs to the right edge: the row is as wide as the widget.
         assert len(lines[1]) == timeline.scrollable_content_region.width
@@ -163,3 +164,87 @@ async def test_the_turn_column_fits_four_digit_turn_numbers(family: Family) -> N
         timeline.move_cursor(row=9)
         await pilot.pause()
         assert "12345" in "\n".join(screen_text(app))
+
+
+class NarrowHost(Host):
+    """The timeline in a 45-column pane (a sessions pane beside it at 80 columns)."""
+
+    CSS = "TurnTimeline { width: 45; }"
+
+
+async def test_a_narrow_timeline_drops_steps_and_tools_before_the_user_text(
+    family: Family,
+) -> None:
+    """At 80x24 the timeline pane is about 45 columns: the user text stays (issue 10),
+    the columns of lower priority go."""
+    app = NarrowHost()
+    async with app.run_test(size=(80, 12)) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        timeline.clock = lambda: T0 / 1000 + 86_400 * 3  # the turns' times show a date
+        timeline.show(rows(timeline_of(family)), None, cursor_turn=0)
+        await pilot.pause()
+        lines = screen_text(app)
+        assert timeline.columns() == ("turn", "reason", "user")
+        assert lines[0].split() == ["turn", "reason", "user"]
+        assert "Refactor the tokenizer" in lines[1]
+        assert "Now add tests for" in lines[2]
+        # nothing runs past the pane: every line is the pane's width
+        assert {len(line) for line in lines} == {timeline.scrollable_content_region.width}
+        # the columns come back, in priority order, as the pane widens
+        assert timeline.columns(55) == ("turn", "reason", "time", "user")
+        assert timeline.columns(60) == ("turn", "reason", "tokens", "time", "user")
+        assert timeline.columns(75) == ("turn", "reason", "tools", "tokens", "time", "user")
+        assert len(timeline.columns(80)) == len(timeline.columns(200)) == 7
+        # times of today need no date: the time column narrows to `12:05:01`, and so
+        # fits in a pane where a dated one does not
+        assert timeline.columns(48) == ("turn", "reason", "user")
+        timeline.clock = lambda: T0 / 1000
+        assert timeline.columns(48) == ("turn", "reason", "time", "user")
+
+
+async def test_tokens_column_and_dates(family: Family) -> None:
+    """Tokens are compact (`12.3k`); a time on another day shows its date, and a time
+    of 0 shows as `—`, not 1970."""
+    base = timeline_of(family)
+    views = list(rows(base))
+    views[0] = dataclasses.replace(views[0], tokens=12_345)
+    views[1] = dataclasses.replace(views[1], tokens=950)
+    views[2] = dataclasses.replace(views[2], turn=dataclasses.replace(base.turns[2], started=0))
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        timeline.clock = lambda: T0 / 1000 + 86_400 * 3  # three days after the turns
+        timeline.show(views, None, cursor_turn=0)
+        await pilot.pause()
+        lines = screen_text(app)
+        assert "12.3k" in lines[1] and "06-01 12:05" in lines[1]
+        assert " 950 " in lines[2]
+        assert NO_TIME in lines[3].split() and "1970" not in lines[3]
+        assert "06-01 12:20" in lines[4]
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        timeline.clock = lambda: T0 / 1000  # the same day: the time alone
+        timeline.show(views, None, cursor_turn=0)
+        await pilot.pause()
+        lines = screen_text(app)
+        assert "12:05:01" in lines[1] and "06-01" not in lines[1]
+
+
+def test_format_time() -> None:
+    ms = datetime(2026, 6, 1, 12, 5, 1, tzinfo=UTC).timestamp() * 1000
+    assert format_time(ms, UTC, date(2026, 6, 1)) == "12:05:01"
+    assert format_time(ms, UTC, date(2026, 6, 2)) == "06-01 12:05"
+    assert format_time(ms, UTC, date(2027, 1, 1)) == "2026-06-01"
+    assert format_time(0, UTC, date(2026, 6, 1)) == "—"
+    assert format_time(None, UTC, date(2026, 6, 1)) == ""
+
+
+async def test_the_divider_shows_the_trees_short_id(family: Family) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = app.query_one(TurnTimeline)
+        divider = Divider("the parent", "{{sessionId}}", 9, parent_short="{{sessio@acp/cancel")
+        timeline.show(rows(timeline_of(family, "child")), divider, cursor_turn=0)
+        await pilot.pause()
+        assert "forked from {{sessio@acp/cancel at seq 9 · the parent" in screen_text(app)[3]

@@ -10,9 +10,10 @@ whole visible table.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import ClassVar
 
 from rich.style import Style
@@ -25,6 +26,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from turnline.core.timeline import Turn
+from turnline.core.usage import compact_tokens
 from turnline.core.view import TurnView
 
 from .._text import line
@@ -45,9 +47,18 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("reason", "reason", 11),
     ("steps", "steps", 5),
     ("tools", "tools", 12),
-    ("time", "time", 8),
+    ("tokens", "tokens", 6),
+    ("time", "time", 11),
     ("user", "user", 20),
 )
+COLUMN_WIDTH = {key: width for key, _, width in COLUMNS}
+#: The time column with dates (`06-01 12:05`), and with times of today only.
+TIME_WIDTH = 11
+TIME_ONLY_WIDTH = 8
+#: The columns a narrow timeline gives up, first to last, so that the user text keeps
+#: at least `USER_WANT` columns (the turn number and the user text always stay).
+DROP_ORDER: tuple[str, ...] = ("steps", "tools", "tokens", "time", "reason")
+USER_WANT = 16
 USER_MIN = 12
 FORK_MARK = "▶"
 OPEN_MARK = "●"
@@ -63,23 +74,50 @@ class Divider:
     parent_title: str
     parent_id: str
     boundary: int
+    #: The parent's short id as the tree shows it (unique under the root); the id's
+    #: first 8 characters when empty.
+    parent_short: str = ""
 
 
-def format_time(ms: int | float | None, tz: tzinfo | None) -> str:
-    """A turn's start time, from the log only (never the wall clock)."""
+#: A time of 0 (a log that records none) is no moment: shown as this, not 1970.
+NO_TIME = "—"
+
+
+def wall_clock() -> float:
+    """Now, in epoch seconds: a new timeline's clock (tests replace this function)."""
+    return time.time()
+
+
+def format_time(ms: int | float | None, tz: tzinfo | None, today: date | None = None) -> str:
+    """A turn's start time, from the log: `12:05:01` on `today`, `06-01 12:05` on
+    another day of the same year, `2025-06-01` in another year (`—` for a time of 0).
+
+    Args:
+        ms: Epoch milliseconds from the log.
+        tz: The zone to show it in (None: the local one).
+        today: The day whose times need no date (None: every time gets its date).
+    """
     if ms is None:
         return ""
+    if not ms:
+        return NO_TIME
     try:
         moment = datetime.fromtimestamp(ms / 1000, tz)
     except (OverflowError, OSError, ValueError):
         return "?"
-    return moment.strftime("%H:%M:%S")
+    if today is not None and moment.date() == today:
+        return moment.strftime("%H:%M:%S")
+    if today is not None and moment.year == today.year:
+        return moment.strftime("%m-%d %H:%M")
+    return moment.strftime("%Y-%m-%d")
 
 
 def format_datetime(ms: int | float | None, tz: tzinfo | None) -> str:
     """A full date and time, from the log only."""
     if ms is None:
         return ""
+    if not ms:
+        return NO_TIME
     try:
         return datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M:%S")
     except (OverflowError, OSError, ValueError):
@@ -100,7 +138,8 @@ class TurnTimeline(ScrollView, can_focus=True):
 
     In a fork child, the inherited seed rows are dimmed and a divider row says where
     the child diverged. A header row stays on top; the user column takes the width
-    the fixed columns leave. A live update re-renders only the rows that changed and
+    the fixed columns leave, and a narrow timeline drops columns (`DROP_ORDER`) so
+    that the user text stays readable. A live update re-renders only the rows that changed and
     appends rows without moving the cursor (unless it was on the last row: then it
     follows the end).
     """
@@ -190,11 +229,13 @@ class TurnTimeline(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(id=id, classes=classes)
         self.tz = tz
+        self._clock: Callable[[], float] = wall_clock
         self._views: tuple[TurnView, ...] = ()
         self._turns: tuple[Turn, ...] = ()
         self._divider: Divider | None = None
         self._divider_after: int | None = None  # index of the last seed turn
         self._number_width = 5  # the turn column: see `_fit_numbers`
+        self._time_width = TIME_WIDTH  # the time column: see `_fit_numbers`
         self._cursor = 0
         self._hover: int | None = None
         # (row, width, cursor, hover, focus) -> (what the row showed, its strip). The
@@ -204,8 +245,22 @@ class TurnTimeline(ScrollView, can_focus=True):
             LRUCache(1024)
         )
         self._header_cache: LRUCache[tuple[int, bool], Strip] = LRUCache(8)
+        self._columns_cache: tuple[tuple[int, int, int], tuple[str, ...]] | None = None
 
     # -- model ---------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock that says which day is today (times on other days show their
+        date); only the date is read from it, never a turn's time."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._row_cache.clear()
+        self._fit_numbers()
+        self.refresh()
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -282,15 +337,21 @@ class TurnTimeline(ScrollView, can_focus=True):
         return self._divider_row is not None and self._cursor == self._divider_row
 
     def get_row_at(self, row: int) -> list[Text]:
-        """The cells of a row, in column order.
+        """The cells of a row, in the order of the columns shown (see `columns`).
 
         Raises:
             IndexError: There is no such row.
         """
+        return self._row_cells(row, None)
+
+    def _row_cells(self, row: int, width: int | None) -> list[Text]:
         if not 0 <= row < self.row_count:
             raise IndexError(f"no row {row}")
         index = self.turn_index_at(row)
-        return self._divider_cells() if index is None else self._cells(self._views[index])
+        if index is None:
+            return self._divider_cells()
+        cells = self._cells(self._views[index])
+        return [cells[key] for key in self.columns(width)]
 
     # -- showing -------------------------------------------------------------------
 
@@ -353,12 +414,22 @@ class TurnTimeline(ScrollView, can_focus=True):
         self._fit_numbers()
 
     def _fit_numbers(self) -> None:
-        """Size the turn column for the turns now shown (every cached row is redrawn
-        if that changes its width)."""
+        """Size the turn column for the turns now shown, and the time column for their
+        times (`12:05:01` when all are today, room for a date otherwise); every cached
+        row is redrawn if that changes a width."""
         digits = max((len(str(turn.number)) for turn in self._turns), default=1)
         width = len(FORK_MARK) + 1 + digits
-        if width != self._number_width:
+        today = self._today()
+        start = datetime(today.year, today.month, today.day, tzinfo=self.tz).timestamp() * 1000
+        end = start + 86_400_000  # (a day with a DST change is near enough)
+        dated = any(
+            t.started is not None and t.started and not start <= t.started < end
+            for t in self._turns
+        )
+        time_width = TIME_WIDTH if dated else TIME_ONLY_WIDTH
+        if width != self._number_width or time_width != self._time_width:
             self._number_width = width
+            self._time_width = time_width
             self._row_cache.clear()
             self._header_cache.clear()
 
@@ -478,21 +549,47 @@ class TurnTimeline(ScrollView, can_focus=True):
 
     # -- rendering -----------------------------------------------------------------
 
-    def _fixed_widths(self) -> list[int]:
+    def _all_fixed(self) -> dict[str, int]:
         """Widths of the columns other than user: the turn column fits the longest turn
         number with its marker (a session of 2,000 turns shows `▶ 2173`, not `▶ 21…`)."""
-        return [
-            max(w, self._number_width) if key == "turn" else w
-            for key, _, w in COLUMNS
-            if key != "user"
-        ]
+        special = {"turn": max(COLUMN_WIDTH["turn"], self._number_width), "time": self._time_width}
+        return {key: special.get(key, w) for key, _, w in COLUMNS if key != "user"}
+
+    def columns(self, width: int | None = None) -> tuple[str, ...]:
+        """The keys of the columns shown at `width` (default: the widget's), in order:
+        the ones `DROP_ORDER` names go first, until the user text has `USER_WANT`."""
+        if width is None:
+            width = self.scrollable_content_region.width
+        cached = self._columns_cache
+        shape = (width, self._number_width, self._time_width)
+        if cached is not None and cached[0] == shape:
+            return cached[1]
+        fixed = self._all_fixed()
+        shown = [key for key, _, _ in COLUMNS]
+        pad = 2 * CELL_PADDING
+
+        def user_room() -> int:
+            return width - sum(fixed[k] + pad for k in shown if k != "user") - pad
+
+        for key in DROP_ORDER:
+            if user_room() >= USER_WANT:
+                break
+            shown.remove(key)
+        keys = tuple(shown)
+        self._columns_cache = (shape, keys)
+        return keys
+
+    def _fixed_widths(self, width: int | None = None) -> list[int]:
+        fixed = self._all_fixed()
+        return [fixed[k] for k in self.columns(width) if k != "user"]
 
     def _min_width(self) -> int:
-        return sum(self._fixed_widths()) + USER_MIN + 2 * CELL_PADDING * len(COLUMNS)
+        keys = self.columns()
+        return sum(self._fixed_widths()) + USER_MIN + 2 * CELL_PADDING * len(keys)
 
     def _widths(self, width: int) -> list[int]:
         """Column widths: the user column takes whatever the others leave."""
-        fixed = self._fixed_widths()
+        fixed = self._fixed_widths(width)
         used = sum(w + 2 * CELL_PADDING for w in fixed)
         user = max(USER_MIN, width - used - 2 * CELL_PADDING)
         return [*fixed, user]  # the user column is the last one
@@ -531,7 +628,8 @@ class TurnTimeline(ScrollView, can_focus=True):
         strip = self._header_cache.get(key)
         if strip is None:
             style = self.rich_style + self.get_component_rich_style("turn-timeline--header")
-            cells = [Text(label, style="bold", end="") for _, label, _ in COLUMNS]
+            keys = self.columns(width)
+            cells = [Text(label, style="bold", end="") for key, label, _ in COLUMNS if key in keys]
             strip = self._strip(cells, width, style)
             self._header_cache[key] = strip
         return strip
@@ -550,7 +648,7 @@ class TurnTimeline(ScrollView, can_focus=True):
             style += over
         elif row == self._hover:
             style += self.get_component_rich_style("turn-timeline--hover")
-        strip = self._strip(self.get_row_at(row), width, style, over)
+        strip = self._strip(self._row_cells(row, width), width, style, over)
         self._row_cache[key] = (shown, strip)
         return strip
 
@@ -574,7 +672,8 @@ class TurnTimeline(ScrollView, can_focus=True):
         assert divider is not None
         # The seq and the parent's short id come first: a narrow column cuts the title.
         text = Text(
-            f"forked from {divider.parent_id[:8]} at seq {divider.boundary} · ",
+            f"forked from {divider.parent_short or divider.parent_id[:8]} "
+            f"at seq {divider.boundary} · ",
             style="bold cyan",
             no_wrap=True,
             overflow="ellipsis",
@@ -584,7 +683,10 @@ class TurnTimeline(ScrollView, can_focus=True):
         # Two cells: the turn column, then one text across all the others.
         return [Text("⤴ ───", style="bold cyan", end=""), text]
 
-    def _cells(self, view: TurnView) -> list[Text]:
+    def _today(self) -> date:
+        return datetime.fromtimestamp(self.clock(), self.tz).date()
+
+    def _cells(self, view: TurnView) -> dict[str, Text]:
         turn = view.turn
         seed = view.inherited
         base = "dim" if seed else ""
@@ -601,15 +703,17 @@ class TurnTimeline(ScrollView, can_focus=True):
         reason_style = REASON_STYLE.get(turn.reason, "")
         reason = Text(turn.reason, style=f"{reason_style} {base}".strip(), end="")
         user = line(turn.user, style=base, limit=200) if turn.user else Text("—", style="dim")
-        cells = {
+        tokens = "" if view.tokens is None else compact_tokens(view.tokens)
+        when = format_time(turn.started, self.tz, self._today())
+        return {
             "turn": number,
             "reason": reason,
             "steps": Text(str(turn.steps), style=base, justify="right", end=""),
             "tools": line(tools_summary(turn.tools), style=base),
-            "time": Text(format_time(turn.started, self.tz), style=base or "dim", end=""),
+            "tokens": Text(tokens, style=base, justify="right", end=""),
+            "time": Text(when, style=base or "dim", end=""),
             "user": user,
         }
-        return [cells[key] for key, _, _ in COLUMNS]
 
     def _announce(self, *, live: bool = False) -> None:
         self.post_message(self.TurnHighlighted(self, self.current_turn_index, live=live))
