@@ -50,6 +50,7 @@ from .messages import (
     RootSnapshot,
     SessionLoaded,
 )
+from .pane_keys import PANE_BINDINGS, PaneActions
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .screens._usage import UsageScreen
 from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
@@ -106,7 +107,7 @@ def snapshot_of(root: SessionRoot) -> RootSnapshot:
     return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage())
 
 
-class TurnlineApp(AfterForkActions, App[int]):
+class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     """Browse, follow and fork the dsh session logs under a root (or one log).
 
     Args:
@@ -123,6 +124,8 @@ class TurnlineApp(AfterForkActions, App[int]):
     COMMANDS = App.COMMANDS | {TurnlineCommands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # First: the footer drops what does not fit at the right, and Help must stay.
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("f", "fork", "Fork"),
         # When `fork` is disabled the key falls through to this one, which says why.
@@ -132,10 +135,10 @@ class TurnlineApp(AfterForkActions, App[int]):
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
         Binding("s", "search", "Search", show=False),
-        Binding("question_mark", "help", "Help"),
         Binding("u", "usage", "Usage", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         *AFTER_FORK_BINDINGS,
+        *PANE_BINDINGS,
     ]
 
     def __init__(
@@ -219,7 +222,6 @@ class TurnlineApp(AfterForkActions, App[int]):
     def on_mount(self) -> None:
         self.sub_title = one_line(self.path.name or str(self.path), 60)
         tree = self.session_tree
-        tree.border_title = Text("sessions")
         # Text, not the loading overlay: its animation would take the interpreter
         # from the scan (a third of a 10,000-session scan went to redrawing it).
         tree.border_subtitle = "scanning…"
@@ -465,6 +467,7 @@ class TurnlineApp(AfterForkActions, App[int]):
                 or old.problems_of(path) != new.problems_of(path)
             ]
             tree.relabel(new, changed)
+        tree.apply_appended(new, message.appended)
         for problem in message.problems:
             self.notify(problem.message, title=str(problem.kind), severity="warning", markup=False)
         if self._wanted is not None:
@@ -629,7 +632,8 @@ class TurnlineApp(AfterForkActions, App[int]):
         title = (
             parent.display_title() if parent is not None else f"{header.parent_session} (missing)"
         )
-        return Divider(title, header.parent_session, header.seed_length - 1)
+        short = self.session_tree.short_id_of(parent_path) if parent_path is not None else None
+        return Divider(title, header.parent_session, header.seed_length - 1, short or "")
 
     def _problems(self) -> tuple[Any, ...]:
         return self.view.loaded.problems if self.view is not None else ()

@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from rich.text import Text
+from textual import on, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
+from textual.worker import get_current_worker
+from turnline.core.ids import WHERE, short_ids
 from turnline.core.lineage import LineageNode
+from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
+from turnline.core.textsafe import middle_cut
+from turnline.core.usage import UsageFold, UsageTotals, combine, compact_tokens, fold_events
 
-from .._text import line
-from ..messages import RootSnapshot
+from .._text import line, one_line
+from ..messages import Appended, RootSnapshot
 
 NO_CWD = "(no cwd)"
+#: Title width before the pane is laid out (then the pane's width decides).
 TITLE_WIDTH = 34
-MIN_TITLE_WIDTH = 12
+#: The fewest title characters a label keeps beside the short id; below this the
+#: short id goes, and the title takes what is left (markers and turn count stay).
+MIN_TITLE_WIDTH = 8
+TINY_TITLE_WIDTH = 3
+
+#: How the tree orders sessions: `lineage` (oldest first, as the lineage gives them)
+#: or `activity` (newest activity first: see `SessionTree.sort`).
+SortOrder = Literal["lineage", "activity"]
 
 
 def _depth(node: TreeNode[Any]) -> int:
@@ -56,26 +72,37 @@ class TreeEntry:
 
 
 def short_id(session_id: str) -> str:
-    """The first 8 characters of an id (UUIDs are unique enough there)."""
+    """The first 8 characters of an id (the tree shows `short_ids`' unique ones)."""
     return session_id[:8]
+
+
+def activity_of(summary: SessionSummary) -> int:
+    """When a session was last active: its last event's time, else its creation."""
+    return summary.last_activity or summary.created_at or 0
 
 
 def session_label(
     summary: SessionSummary,
     problems: int,
     *,
-    width: int = TITLE_WIDTH,
+    width: int | None = None,
     room: int | None = None,
     filtered: bool = False,
+    short: str | None = None,
+    total: str | None = None,
 ) -> Text:
     """The label of a session node: markers first (so a narrow pane never hides them),
-    then the title, short id and turn count.
+    then the title, short id, turn count and (when shown) the subtree total.
 
     Args:
-        width: The most columns the title may take.
+        width: The most columns the title may take (None: as many as `room` leaves).
         room: Columns the whole label may take (the pane less its guides): the title
-            is cut further so that the short id and turn count stay in view.
+            is cut so that the turn count (and, if the title can keep
+            `MIN_TITLE_WIDTH` columns, the short id) stay in view.
+        short: The short id to show (default: the id's first 8 characters).
+        total: The subtree's total (tokens or cost), shown after the turn count.
     """
+    shown_id = short if short is not None else short_id(summary.id)
     markers = Text(no_wrap=True, end="")
     if summary.open_turn:
         markers.append("● ", style="bold green")
@@ -85,20 +112,31 @@ def session_label(
         markers.append("⚙ ", style="magenta")
     elif summary.parent_session is not None and summary.seed_length is not None:
         markers.append("↳ ", style="cyan")
-    suffix = Text(no_wrap=True, end="")
+    count = Text(f" {summary.turns}t", style="dim", no_wrap=True, end="")
+    if total is not None:
+        count.append(f" Σ{total}", style="bold magenta")
+    ident = Text(no_wrap=True, end="")
     if summary.title:
-        suffix.append(" ")
-        suffix.append_text(line(short_id(summary.id), style="dim"))
-    suffix.append(f" {summary.turns}t", style="dim")
-    if room is not None:
-        width = min(width, room - markers.cell_len - suffix.cell_len)
-    width = max(MIN_TITLE_WIDTH, width)
+        ident.append(" ")
+        ident.append_text(line(shown_id, style="dim"))
+    if room is None:
+        width = TITLE_WIDTH if width is None else width
+    else:
+        rest = room - markers.cell_len - count.cell_len
+        if rest - ident.cell_len < MIN_TITLE_WIDTH:
+            ident = Text(end="")  # too narrow for both: the title (or id) wins
+        fit = max(TINY_TITLE_WIDTH, rest - ident.cell_len)
+        width = fit if width is None else min(width, fit)
     label = markers
     if summary.title:
         label.append_text(line(summary.title, limit=width))
     else:
-        label.append_text(line(summary.id, style="italic", limit=width))
-    label.append_text(suffix)
+        # An untitled session shows its id; one several logs claim gets the folder
+        # part that tells it apart (`{{sessionId}}@acp/cancel`).
+        untitled = shown_id if WHERE in shown_id else summary.id
+        label.append_text(line(untitled, style="italic", limit=width))
+    label.append_text(ident)
+    label.append_text(count)
     if filtered:
         label.stylize("bold")
     return label
@@ -112,12 +150,27 @@ class SessionTree(Tree[TreeEntry]):
     keeping the cursor on the same session and the same folds open. In a big root
     (more than `EAGER_SESSIONS` shown) projects start folded and their session nodes
     are made when a project is first unfolded.
+
+    Two orders (the app's `a` toggles, the border title says which): `lineage`, oldest first as
+    the lineage gives them, and `activity`, newest first: children still sit under
+    their parents, and projects, roots and siblings are ordered by the newest
+    activity anywhere in their subtree (so a family where a child is busy comes
+    first). `t` (an app key) shows each node's subtree total (tokens, or cost when every sample
+    is priced), folded off the UI thread and kept current from appended events.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
     ]
+
+    class TotalsFolded(Message):
+        """The worker folded the subtree totals (path -> subtree usage)."""
+
+        def __init__(self, totals: dict[Path, UsageTotals], prices: PriceTable | None) -> None:
+            super().__init__()
+            self.totals = totals
+            self.prices = prices
 
     class SessionHighlighted(Message):
         """The cursor moved onto a session node (None: onto something else)."""
@@ -145,6 +198,23 @@ class SessionTree(Tree[TreeEntry]):
         self._visible_cache: dict[Path, bool] = {}
         self._target: Path | None = None  # where select_path is moving the cursor
         self._announce_target = False
+        self._sort: SortOrder = "lineage"
+        #: Newest activity in each session's subtree (activity order only).
+        self._newest: dict[Path, int] = {}
+        #: path -> the short id shown (unique under the root).
+        self._shorts: dict[Path, str] = {}
+        self._project_nodes: dict[str, tuple[TreeNode[TreeEntry], int]] = {}
+        #: Subtree totals are shown (`t`); their folds belong to the totals worker.
+        self._totals_on = False
+        self._totals: dict[Path, UsageTotals] = {}
+        self._prices: PriceTable | None = None
+        self._usage_folds: dict[Path, UsageFold] = {}
+        self._usage_next: dict[Path, int] = {}  # the first seq a fold has not seen
+        self._usage_lock = threading.Lock()  # held by the worker folding
+        self._pending_lock = threading.Lock()  # only around `_pending_usage`
+        self._pending_usage: list[tuple[RootSnapshot, tuple[Appended, ...]]] = []
+        self._usage_generation = 0  # bumped when totals are switched off
+        self._usage_folded_generation = 0
 
     @property
     def snapshot(self) -> RootSnapshot | None:
@@ -183,25 +253,239 @@ class SessionTree(Tree[TreeEntry]):
             self._revealed.add(select)
         keep = select or self._target or self.highlighted_path
         self._remember_folds()
+        old = self._snapshot
         self._snapshot = snapshot
+        if old is None or old.summaries.keys() != snapshot.summaries.keys() or not self._shorts:
+            self._shorts = short_ids((s.id, path) for path, s in snapshot.summaries.items())
+        if self._sort == "activity":
+            self._newest = self._subtree_newest(snapshot)
         self._rebuild()
+        self._show_title()
+        if self._totals_on:
+            self._queue_totals(snapshot, ())
         if keep is not None:
             # A rebuild only restores the cursor; it is not the user choosing a session.
             self.select_path(keep, announce=select is not None)
 
+    def on_mount(self) -> None:
+        self._show_title()
+
     def on_resize(self) -> None:
         """Titles are cut to the pane's width: cut them again when it changes."""
+        self._relabel_projects()
         if self._snapshot is not None:
             self.relabel(self._snapshot, list(self._session_nodes))
 
     def relabel(self, snapshot: RootSnapshot, paths: list[Path]) -> None:
-        """Refresh the labels of some sessions (counts, live marker) in place."""
+        """Refresh the labels of some sessions (counts, live marker) in place; in
+        activity order, rebuild instead if their activity changed the order."""
+        old = self._snapshot
         self._snapshot = snapshot
+        if self._sort == "activity" and old is not None and old is not snapshot:
+            newest = self._subtree_newest(snapshot)
+            if newest != self._newest:
+                before = (list(self._project_of), list(self._project_nodes))
+                self._newest = newest
+                order = self._layout()
+                if (list(order[1]), [f"project:{cwd}" for cwd, _, _ in order[0]]) != before:
+                    self.show(snapshot)
+                    return
         for path in paths:
             node = self._session_nodes.get(path)
             summary = snapshot.summaries.get(path)
             if node is not None and summary is not None:
-                node.set_label(self._label(summary, _depth(node) - 1))
+                node.set_label(self._label(summary, _depth(node) - 1, toggle=node.allow_expand))
+
+    @property
+    def shown_paths(self) -> list[Path]:
+        """Every session shown (folded projects included), in display order."""
+        return list(self._project_of)
+
+    def short_id_of(self, path: Path) -> str | None:
+        """The short id the tree shows for a log (unique under the root), if known."""
+        return self._shorts.get(path)
+
+    @property
+    def sort(self) -> SortOrder:
+        """The order sessions are shown in: `lineage` or `activity`."""
+        return self._sort
+
+    def set_sort(self, order: SortOrder) -> None:
+        """Show sessions in lineage order or by newest activity (cursor kept)."""
+        if order == self._sort:
+            return
+        self._sort = order
+        self._newest = {}
+        if self._snapshot is not None:
+            self.show(self._snapshot)
+        self._show_title()
+
+    def action_toggle_sort(self) -> None:
+        """`a`: lineage order <-> newest activity first."""
+        self.set_sort("lineage" if self._sort == "activity" else "activity")
+
+    @property
+    def totals_shown(self) -> bool:
+        """Each node's subtree total is shown beside its label."""
+        return self._totals_on
+
+    def subtree_total(self, path: Path) -> UsageTotals | None:
+        """The subtree usage a session's label shows (None until folded)."""
+        return self._totals.get(path)
+
+    def action_toggle_totals(self) -> None:
+        """`t`: show or hide each node's subtree total."""
+        self._totals_on = not self._totals_on
+        if self._totals_on:
+            if self._snapshot is not None:
+                self._queue_totals(self._snapshot, ())
+        else:
+            self._usage_generation += 1
+            self._totals = {}
+            if self._snapshot is not None:
+                self.relabel(self._snapshot, list(self._session_nodes))
+        self._show_title()
+
+    def apply_appended(self, snapshot: RootSnapshot, appended: Sequence[Appended]) -> None:
+        """Live: feed appended events to the subtree totals (off the UI thread)."""
+        if self._totals_on and appended:
+            self._queue_totals(snapshot, tuple(appended))
+
+    def _show_title(self) -> None:
+        title = Text("sessions", end="")
+        title.append(" · by activity" if self._sort == "activity" else " · by lineage", "dim")
+        if self._totals_on:
+            title.append(" · Σ subtree", style="magenta")
+        self.border_title = title
+
+    # -- subtree totals ----------------------------------------------------------------
+
+    def _queue_totals(self, snapshot: RootSnapshot, appended: tuple[Appended, ...]) -> None:
+        """Hand a snapshot (and the events appended since the last one) to the totals
+        worker; batches are folded in the order they came, whichever worker runs."""
+        with self._pending_lock:
+            self._pending_usage.append((snapshot, appended))
+        self._fold_totals(self._usage_generation)
+
+    @work(
+        thread=True,
+        group="tree-totals",
+        exit_on_error=False,
+        description="fold the subtree totals",
+    )
+    def _fold_totals(self, generation: int) -> None:
+        """Fold each session once (then only its appended events) and add them up by
+        lineage with the core's `combine`. One worker at a time holds the folds."""
+        from turnline.core.logfile import LogReader
+        from turnline.core.prices import load_prices
+        from turnline.core.xdg import ConfigError
+
+        with self._usage_lock:
+            with self._pending_lock:
+                pending, self._pending_usage = self._pending_usage, []
+            if not pending:
+                return  # an earlier worker folded these batches already
+            folds, next_seq = self._usage_folds, self._usage_next
+            if self._usage_folded_generation != generation:
+                folds.clear()  # totals were off: appends were not fed meanwhile
+                next_seq.clear()
+                self._usage_folded_generation = generation
+            snapshot = pending[-1][0]
+            for _, appended in pending:
+                for change in appended:
+                    path = change.summary.path
+                    if path not in folds:
+                        continue  # folded whole below
+                    if change.reset:
+                        del folds[path]
+                        continue
+                    fresh = [e for e in change.events if e.seq >= next_seq[path]]
+                    if fresh:
+                        folds[path].feed(fresh)
+                        next_seq[path] = fresh[-1].seq + 1
+            for path in [p for p in folds if p not in snapshot.summaries]:
+                del folds[path]
+            for path, summary in snapshot.summaries.items():
+                if get_current_worker().is_cancelled or generation != self._usage_generation:
+                    return
+                if path not in folds:
+                    # Read whole (not `fold_log`'s fast pass): the last seq read tells
+                    # which appended events this fold already holds.
+                    events = LogReader(path).read().events
+                    folds[path] = fold_events(events, summary.seed_length)
+                    next_seq[path] = events[-1].seq + 1 if events else 0
+            usage = combine(
+                {
+                    str(p): (s.id, s.parent_session, s.seed_length, folds[p])
+                    for p, s in snapshot.summaries.items()
+                },
+                {str(c): str(p) for c, p in snapshot.lineage.parent_of.items()},
+                {str(p): s.parent_session is not None for p, s in snapshot.summaries.items()},
+            )
+        try:
+            prices = load_prices()
+        except ConfigError:
+            prices = None  # the usage screen says what is wrong with the file
+        totals = {Path(s.path): s.subtree for s in usage.sessions}
+        if generation == self._usage_generation:
+            self.post_message(self.TotalsFolded(totals, prices))
+
+    @on(TotalsFolded)
+    def _on_totals_folded(self, message: TotalsFolded) -> None:
+        message.stop()
+        if not self._totals_on:
+            return
+        self._totals = message.totals
+        self._prices = message.prices
+        if self._snapshot is not None:
+            self.relabel(self._snapshot, list(self._session_nodes))
+
+    def _total_text(self, path: Path) -> str | None:
+        if not self._totals_on:
+            return None
+        totals = self._totals.get(path)
+        if totals is None:
+            return "…"
+        cost = totals.cost(self._prices) if self._prices is not None else None
+        if cost is not None:
+            return f"{cost:.2f}"
+        return compact_tokens(totals.total_tokens)
+
+    # -- order -------------------------------------------------------------------------
+
+    @staticmethod
+    def _subtree_newest(snapshot: RootSnapshot) -> dict[Path, int]:
+        """Each session's newest activity, its descendants' included."""
+        lineage = snapshot.lineage
+        newest: dict[Path, int] = {}
+        tops = [*lineage.roots, *(c for m in lineage.missing for c in m.children)]
+        # Iterative post-order: lineage chains can be thousands of forks deep.
+        stack: list[tuple[LineageNode, bool]] = [(n, False) for n in tops]
+        while stack:
+            node, done = stack.pop()
+            path = node.summary.path
+            if done:
+                value = activity_of(node.summary)
+                for child in node.children:
+                    value = max(value, newest.get(child.summary.path, 0))
+                newest[path] = value
+            elif path not in newest:
+                stack.append((node, True))
+                stack.extend((c, False) for c in node.children)
+        return newest
+
+    def _ordered(self, nodes: Sequence[LineageNode]) -> list[LineageNode]:
+        """Siblings in display order: as given, or newest subtree activity first."""
+        if self._sort != "activity":
+            return list(nodes)
+        newest = self._newest
+        return sorted(nodes, key=lambda n: -newest.get(n.summary.path, 0))
+
+    def _item_newest(self, item: _Item) -> int:
+        node = item[1]
+        if isinstance(node, LineageNode):
+            return self._newest.get(node.summary.path, 0)
+        return max((self._newest.get(c.summary.path, 0) for c in node[1]), default=0)
 
     def set_filter(self, text: str) -> None:
         """Show only sessions whose title, id or cwd contains `text` (and their kin)."""
@@ -275,15 +559,41 @@ class SessionTree(Tree[TreeEntry]):
 
     # -- building ------------------------------------------------------------------
 
-    def _label(self, summary: SessionSummary, depth: int) -> Text:
+    def _label(self, summary: SessionSummary, depth: int, *, toggle: bool = True) -> Text:
         """A session's label; deeper nodes get shorter titles so that the short id and
-        turn count stay in view however deep the lineage goes."""
+        turn count stay in view however deep the lineage goes.
+
+        Args:
+            depth: The node's depth under its project.
+            toggle: The node has children, so it shows a fold toggle (`▼ `).
+        """
         snapshot = self._snapshot
         problems = len(snapshot.problems_of(summary.path)) if snapshot else 0
         pane = self.scrollable_content_region.width
-        # less the fold toggle ("▼ ") that a node with children shows, and a spare column
-        room = pane - self.guide_depth * (depth + 1) - 3 if pane else None
-        return session_label(summary, problems, room=room, filtered=bool(self._filter))
+        # less the guides, the fold toggle if any, and a spare column
+        room = pane - self.guide_depth * (depth + 1) - (2 if toggle else 0) - 1 if pane else None
+        return session_label(
+            summary,
+            problems,
+            room=room,
+            filtered=bool(self._filter),
+            short=self._shorts.get(summary.path),
+            total=self._total_text(summary.path),
+        )
+
+    def _project_label(self, cwd: str, count: int) -> Text:
+        """A project's cwd, cut in the middle to the pane (its last folder stays)."""
+        suffix = f"  {count}"
+        pane = self.scrollable_content_region.width
+        room = pane - self.guide_depth - 3 - len(suffix) if pane else 60
+        label = Text(no_wrap=True, end="")
+        label.append(middle_cut(one_line(cwd), max(room, 8)), style="bold")
+        label.append(suffix, style="dim")
+        return label
+
+    def _relabel_projects(self) -> None:
+        for key, (node, count) in self._project_nodes.items():
+            node.set_label(self._project_label(key.removeprefix("project:"), count))
 
     def _remember_folds(self) -> None:
         stack = list(self.root.children)
@@ -311,15 +621,15 @@ class SessionTree(Tree[TreeEntry]):
             cache[node.summary.path] = hit
         return hit
 
-    def _rebuild(self) -> None:
-        self.clear()
-        self._session_nodes = {}
-        self._project_of = {}
-        self._unbuilt = {}
+    def _layout(self) -> tuple[list[tuple[str, list[_Item], int]], dict[Path, str]]:
+        """The projects shown (cwd, items, session count) in display order, and every
+        session shown, in display order, to its project's key (no nodes made)."""
         self._visible_cache = {}
         snapshot = self._snapshot
+        projects: list[tuple[str, list[_Item], int]] = []
+        project_of: dict[Path, str] = {}
         if snapshot is None:
-            return
+            return projects, project_of
         lineage = snapshot.lineage
         by_project: dict[str, list[_Item]] = {}
         for root in lineage.roots:
@@ -329,29 +639,39 @@ class SessionTree(Tree[TreeEntry]):
             cwd = missing.children[0].summary.cwd or NO_CWD if missing.children else NO_CWD
             orphans = (missing.parent_id, missing.children)
             by_project.setdefault(cwd, []).append(("missing", orphans))
-        projects: list[tuple[str, list[_Item], int]] = []
-        for cwd in sorted(by_project, key=lambda c: (c == NO_CWD, c)):
+        cwds = sorted(by_project, key=lambda c: (c == NO_CWD, c))
+        if self._sort == "activity":
+            for items in by_project.values():
+                items.sort(key=lambda item: -self._item_newest(item))
+            cwds.sort(key=lambda c: -max(self._item_newest(i) for i in by_project[c]))
+        for cwd in cwds:
             items = by_project[cwd]
             shown = [item for item in items if self._item_visible(item[1])]
             if not shown:
                 continue
             key = f"project:{cwd}"
             for path in self._shown_paths(shown):
-                self._project_of[path] = key
+                project_of[path] = key
             count = sum(1 for item in items if isinstance(item[1], LineageNode))
             projects.append((cwd, shown, count))
+        return projects, project_of
+
+    def _rebuild(self) -> None:
+        self.clear()
+        self._session_nodes = {}
+        self._unbuilt = {}
+        self._project_nodes = {}
+        projects, self._project_of = self._layout()
         self._eager = len(self._project_of) <= EAGER_SESSIONS
         for cwd, shown, count in projects:
-            project_label = Text(no_wrap=True, end="")
-            project_label.append_text(line(cwd, style="bold", limit=60))
-            project_label.append(f"  {count}", style="dim")
             key = f"project:{cwd}"
             project = self.root.add(
-                project_label,
+                self._project_label(cwd, count),
                 data=TreeEntry("project", cwd),
                 expand=self._unfolded(key),
                 allow_expand=True,
             )
+            self._project_nodes[key] = (project, count)
             self._unbuilt[key] = (project, shown)
             if self._unfolded(key):
                 self._build_project(key)
@@ -368,12 +688,13 @@ class SessionTree(Tree[TreeEntry]):
         paths: list[Path] = []
         stack: list[LineageNode] = []
         for _kind, item in shown:
-            roots = [item] if isinstance(item, LineageNode) else list(item[1])
+            roots = [item] if isinstance(item, LineageNode) else self._ordered(item[1])
             stack.extend(reversed([r for r in roots if self._visible(r, cache)]))
             while stack:
                 node = stack.pop()
                 paths.append(node.summary.path)
-                stack.extend(reversed([c for c in node.children if self._visible(c, cache)]))
+                kids = self._ordered(node.children)
+                stack.extend(reversed([c for c in kids if self._visible(c, cache)]))
         return paths
 
     def _build_project(self, key: str) -> None:
@@ -396,7 +717,7 @@ class SessionTree(Tree[TreeEntry]):
                     data=TreeEntry("missing", parent_id),
                     expand=self._folds.get(mkey, True),
                 )
-                for child in children:
+                for child in self._ordered(children):
                     if self._visible(child, cache):
                         self._add_session(group, child, cache)
 
@@ -409,8 +730,8 @@ class SessionTree(Tree[TreeEntry]):
             under, lineage_node = stack.pop()
             summary = lineage_node.summary
             entry = TreeEntry("session", str(summary.path), summary.path)
-            kids = [c for c in lineage_node.children if self._visible(c, cache)]
-            label = self._label(summary, _depth(under))
+            kids = [c for c in self._ordered(lineage_node.children) if self._visible(c, cache)]
+            label = self._label(summary, _depth(under), toggle=bool(kids))
             if kids:
                 expand = self._folds.get(f"session:{summary.path}", True)
                 node = under.add(label, data=entry, expand=expand)
