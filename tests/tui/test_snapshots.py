@@ -1,4 +1,5 @@
-"""Snapshot tests: fixed terminal size, times from the logs only (UTC), no clock.
+"""Snapshot tests: fixed terminal sizes (80x24, 120x36, 200x50), times from the logs
+(UTC), and a fixed "today" for the timeline's dates (`TODAY`).
 
 Each test builds its root in tmp_path/root, so the only path on screen (the root's
 name in the header) is the same on every machine.
@@ -18,6 +19,11 @@ from turnline.tui import TurnlineApp
 from .conftest import T0, copy_fixture_scenarios, make_family, turn, wait_for, write_session
 
 SIZE = (120, 36)
+SMALL = (80, 24)
+LARGE = (200, 50)
+#: The timeline's "today": the family's day (its times show without a date; the real
+#: dsh logs, from another day, show theirs).
+TODAY = T0 / 1000 + 3600
 SnapCompare = Callable[..., bool]
 
 
@@ -28,6 +34,7 @@ def settled(path: Path, row: int | None = None) -> Callable[[Pilot[Any]], Awaita
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         assert isinstance(app, TurnlineApp)
+        app.timeline.clock = lambda: TODAY
         await wait_for(pilot, lambda: app.snapshot is not None)
         app.open_session(path)
         await wait_for(
@@ -117,3 +124,55 @@ def test_real_dsh_logs(snap_compare: SnapCompare, tmp_path: Path, fixtures_root:
     root = copy_fixture_scenarios(fixtures_root, tmp_path / "root", ["jsonrpc"])
     parent = root / "jsonrpc" / "subagent-spawn-in-process" / "session.jsonl"
     assert snap_compare(make_app(root), terminal_size=SIZE, run_before=settled(parent, row=0))
+
+
+def test_tree_and_timeline_80x24(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    """80x24: whole turn counts (`4t`), the timeline keeps the user text (steps, tools,
+    tokens and time give way), the footer keeps `? Help`."""
+    family = make_family(tmp_path / "root")
+    assert snap_compare(
+        make_app(family.root), terminal_size=SMALL, run_before=settled(family.child, row=3)
+    )
+
+
+def test_real_dsh_logs_80x24(
+    snap_compare: SnapCompare, tmp_path: Path, fixtures_root: Path
+) -> None:
+    """80x24 on real logs, the detail pane focused (its Unfold all joins the footer)."""
+    root = copy_fixture_scenarios(fixtures_root, tmp_path / "root", ["jsonrpc"])
+    parent = root / "jsonrpc" / "subagent-spawn-in-process" / "session.jsonl"
+    before = settled(parent, row=0)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await before(pilot)
+        await pilot.press("tab")
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(root), terminal_size=SMALL, run_before=run_before)
+
+
+def test_real_dsh_logs_200x50(
+    snap_compare: SnapCompare, tmp_path: Path, fixtures_root: Path
+) -> None:
+    """200x50: every column, titles as wide as the pane, short ids that tell the
+    `{{sessionId}}` logs apart, newest activity first (`a`) with subtree totals (`t`)."""
+    root = copy_fixture_scenarios(
+        fixtures_root, tmp_path / "root", ["jsonrpc", "python-sdk", "acp-snapshot-suite"]
+    )
+    parent = root / "jsonrpc" / "subagent-spawn-in-process" / "session.jsonl"
+    before = settled(parent, row=0)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await before(pilot)
+        app = pilot.app
+        assert isinstance(app, TurnlineApp)
+        await pilot.press("a", "t")
+        tree = app.session_tree
+        snapshot = app.snapshot
+        assert snapshot is not None
+        await wait_for(
+            pilot, lambda: all(tree.subtree_total(p) is not None for p in snapshot.summaries)
+        )
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(root), terminal_size=LARGE, run_before=run_before)
