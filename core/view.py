@@ -69,6 +69,16 @@ class TurnView:
         return self.turn.end_seq is not None and self.refusal is not None
 
 
+def _may_be_sample(etype: str, data: object) -> bool:
+    """A cheap first look: could this event carry a usage sample (`usage_sample`)?"""
+    if not isinstance(data, dict):
+        return False
+    if etype == "assistant/chunk":
+        chunk = data.get("chunk")
+        return isinstance(chunk, dict) and chunk.get("type") == "usage"
+    return etype == "assistant/message" and data.get("usage") is not None
+
+
 class SessionView:
     """An open session: its timeline, fork verdicts and content, growing with appends.
 
@@ -305,14 +315,18 @@ class SessionView:
         if fold is None:
             return
         per_turn = fold.turn_tokens
+        feed = fold.feed_one
         for event in events:
-            sample = usage_sample(event)
-            if sample is None:
-                fold.feed_one(event.type, event.seq, event.time, event.data)
-                continue
-            before = per_turn.get(sample.turn, 0)
-            fold.feed_one(event.type, event.seq, event.time, event.data)
-            self._record_sample(event.seq, per_turn.get(sample.turn, 0) - before)
+            etype, data = event.type, event.data
+            # Most events are streamed text chunks: only a possible sample is looked at.
+            if _may_be_sample(etype, data):
+                sample = usage_sample(event)
+                if sample is not None:
+                    before = per_turn.get(sample.turn, 0)
+                    feed(etype, event.seq, event.time, data)
+                    self._record_sample(event.seq, per_turn.get(sample.turn, 0) - before)
+                    continue
+            feed(etype, event.seq, event.time, data)
 
     def _record_sample(self, seq: int, change: int) -> None:
         seqs = self._sample_seqs
