@@ -8,6 +8,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 from turnline.core.logfile import Encoding
@@ -17,6 +18,7 @@ from turnline.core.usage import compact_tokens, root_usage
 from turnline.core.writer import append_events
 from turnline.tui import TurnlineApp
 from turnline.tui.widgets import SessionTree, TurnTimeline
+from turnline.tui.widgets._session_tree import compact_cost
 
 from .conftest import CWD, T0, Family, copy_fixture_scenarios, turn, wait_for, write_session
 
@@ -258,3 +260,42 @@ async def test_subtree_totals_equal_root_usage_and_follow_appends(
         await pilot.press("t")
         await pilot.pause()
         assert "Σ" not in label_of(tree, path)
+
+
+async def test_subtree_totals_show_cost_when_priced(
+    tmp_path: Path, fixtures_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a price table that prices every sample of a subtree, its label shows the
+    cost (`usage`'s own `cost`), else the tokens."""
+    from turnline.core.prices import load_prices
+
+    config = tmp_path / "config"
+    (config / "turnline").mkdir(parents=True)
+    (config / "turnline" / "prices.toml").write_text(
+        "[deepseek-official.deepseek-v4-flash]\n"
+        "input = 0.5\noutput = 2.0\ncacheRead = 0.1\ncacheWrite = 0.5\n"
+    )
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    prices = load_prices()
+    assert prices is not None
+    root = copy_fixture_scenarios(fixtures_root, tmp_path / "root", ["jsonrpc"])
+    subtree = {Path(s.path): s.subtree for s in root_usage(SessionRoot(root)).sessions}
+    costs = {p: t.cost(prices) for p, t in subtree.items()}
+    assert any(c for c in costs.values())
+    async with TurnlineApp(root, tz=UTC).run_test(size=(200, 50)) as pilot:
+        app = await ready(pilot)
+        tree = app.session_tree
+        await pilot.press("t")
+        await wait_for(pilot, lambda: all(tree.subtree_total(p) is not None for p in subtree))
+        await pilot.pause()
+        for path, totals in subtree.items():
+            cost = costs[path]
+            shown = compact_cost(cost) if cost is not None else compact_tokens(totals.total_tokens)
+            assert label_of(tree, path).endswith(f"Σ{shown}"), (path, label_of(tree, path))
+
+
+def test_compact_cost() -> None:
+    assert compact_cost(0.00213) == "0.0021"
+    assert compact_cost(0) == "0.00"
+    assert compact_cost(1.372) == "1.37"
+    assert compact_cost(21054.2) == "21054"

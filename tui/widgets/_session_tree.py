@@ -81,6 +81,15 @@ def activity_of(summary: SessionSummary) -> int:
     return summary.last_activity or summary.created_at or 0
 
 
+def compact_cost(value: float) -> str:
+    """A cost in a few characters that never hides a small one: 0.0021, 1.37, 2105."""
+    if value and abs(value) < 0.01:
+        return f"{value:.4f}"
+    if abs(value) < 1000:
+        return f"{value:.2f}"
+    return f"{value:.0f}"
+
+
 def session_label(
     summary: SessionSummary,
     problems: int,
@@ -435,10 +444,18 @@ class SessionTree(Tree[TreeEntry]):
         message.stop()
         if not self._totals_on:
             return
-        self._totals = message.totals
+        old, self._totals = self._totals, message.totals
+        repriced = message.prices != self._prices
         self._prices = message.prices
         if self._snapshot is not None:
-            self.relabel(self._snapshot, list(self._session_nodes))
+            # A live append changes its session's and its ancestors' totals: only
+            # those labels are drawn again.
+            changed = [
+                path
+                for path in self._session_nodes
+                if repriced or old.get(path) != message.totals.get(path)
+            ]
+            self.relabel(self._snapshot, changed)
 
     def _total_text(self, path: Path) -> str | None:
         if not self._totals_on:
@@ -448,7 +465,7 @@ class SessionTree(Tree[TreeEntry]):
             return "…"
         cost = totals.cost(self._prices) if self._prices is not None else None
         if cost is not None:
-            return f"{cost:.2f}"
+            return compact_cost(cost)
         return compact_tokens(totals.total_tokens)
 
     # -- order -------------------------------------------------------------------------
