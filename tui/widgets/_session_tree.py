@@ -364,7 +364,7 @@ class SessionTree(Tree[TreeEntry]):
         title = Text("sessions", end="")
         title.append(" · by activity" if self._sort == "activity" else " · by lineage", "dim")
         if self._totals_on:
-            title.append(" · Σ subtree", style="magenta")
+            title.append(" · Σ", style="bold magenta")
         self.border_title = title
 
     # -- subtree totals ----------------------------------------------------------------
@@ -478,6 +478,7 @@ class SessionTree(Tree[TreeEntry]):
         tops = [*lineage.roots, *(c for m in lineage.missing for c in m.children)]
         # Iterative post-order: lineage chains can be thousands of forks deep.
         stack: list[tuple[LineageNode, bool]] = [(n, False) for n in tops]
+        entered: set[Path] = set()
         while stack:
             node, done = stack.pop()
             path = node.summary.path
@@ -486,7 +487,8 @@ class SessionTree(Tree[TreeEntry]):
                 for child in node.children:
                     value = max(value, newest.get(child.summary.path, 0))
                 newest[path] = value
-            elif path not in newest:
+            elif path not in entered:
+                entered.add(path)
                 stack.append((node, True))
                 stack.extend((c, False) for c in node.children)
         return newest
