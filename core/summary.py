@@ -10,6 +10,7 @@ exact either way.
 from __future__ import annotations
 
 import codecs
+import math
 import mmap
 import os
 from collections.abc import Iterable
@@ -529,9 +530,10 @@ def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
     return expected, last, kinds
 
 
-def activity_of(time: float) -> int:
-    """`SessionSummary.last_activity` of an event time (whole epoch ms)."""
-    return int(time)
+def activity_of(time: float) -> int | None:
+    """`SessionSummary.last_activity` of an event time (whole epoch ms); None for a time
+    that is no instant (`1e400` reads as infinity, as `JSON.parse` reads it)."""
+    return int(time) if math.isfinite(time) else None
 
 
 def valid_utf8(buf: bytes) -> bool:
