@@ -227,10 +227,7 @@ def _root_and_session(first: str, second: str | None) -> tuple[SessionRoot, str]
     if second is not None:
         return _open_root(first), second
     candidate = Path(first)
-    try:
-        is_file, is_dir = candidate.is_file(), candidate.is_dir()
-    except OSError:  # a name too long for a path, say: then it is no file
-        is_file = is_dir = False
+    is_file, is_dir = _kind_of(first)
     if is_file:
         why = _not_a_log(candidate)
         if why is not None:
@@ -243,6 +240,18 @@ def _root_and_session(first: str, second: str | None) -> tuple[SessionRoot, str]
             raise CliError("NOT_A_SESSION", _folder_message(first, candidate)) from None
         return SessionRoot(default), first
     return _open_root(None), first
+
+
+def _kind_of(name: str) -> tuple[bool, bool]:
+    """(is a file, is a folder) for a positional: neither for "" (`Path("")` would be the
+    current folder) or a name no path can have (too long, say)."""
+    if not name:
+        return False, False
+    path = Path(name)
+    try:
+        return path.is_file(), path.is_dir()
+    except (OSError, ValueError):
+        return False, False
 
 
 def _not_a_log(path: Path) -> str | None:
@@ -277,7 +286,7 @@ def _folder_message(first: str, folder: Path) -> str:
 
 def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | None:
     """A clearer error when a lone positional is a folder: the SESSION was forgotten."""
-    if second is not None or not Path(first).is_dir():
+    if second is not None or not _kind_of(first)[1]:
         return None
     if isinstance(exc, SessionForkError) and exc.code != "SESSION_NOT_FOUND":
         return None  # the fork itself was refused: that message is the right one

