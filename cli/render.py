@@ -140,9 +140,11 @@ def ls_lines(
         "FLAGS": [session_flags(s, problems) for s, problems in entries],
     }
     shown = list(columns)
+    # Each column's cells and the gap after it.
+    span = {name: max([len(name), *map(cells, values)]) + 2 for name, values in columns.items()}
 
     def used() -> int:  # cells of the shown columns and their gaps before the title
-        return sum(max(len(name), *map(cells, columns[name])) + 2 for name in shown)
+        return sum(span[name] for name in shown)
 
     if width is None:
         title_width = TITLE_MAX
