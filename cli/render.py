@@ -78,7 +78,7 @@ def session_flags(summary: SessionSummary, problems: Sequence[LogProblem]) -> st
 #: `ls` columns left out on a narrow terminal, first to go first (ID and TITLE stay).
 LS_OPTIONAL: Final = ("EVENTS", "CREATED", "FLAGS", "TURNS", "LAST")
 #: The fewest cells `ls` cuts a title to before it leaves out a column.
-TITLE_MIN: Final = 12
+TITLE_MIN: Final = 20
 #: The cells a title gets when the output is not fitted to a terminal.
 TITLE_MAX: Final = 100
 
