@@ -27,7 +27,6 @@ from turnline.core.root import (
     RootError,
     SessionLookupError,
     SessionRoot,
-    discover,
     has_session_header,
     is_log_name,
     layout_session_id,
@@ -276,12 +275,33 @@ def _not_a_log(path: Path) -> str | None:
 
 def _folder_message(first: str, folder: Path) -> str:
     """What to say when a lone positional names a folder and no default root exists."""
-    if next(iter(discover(folder)), None) is None:
+    if _holds_no_log(folder):
         return f"{first} is a folder with no session logs in it, not a session"
     return (
         f"{first} is a folder, not a session; to use it as ROOT, name a SESSION after it "
         f"(`turnline ls {first}` lists them)"
     )
+
+
+def _holds_no_log(folder: Path, budget: int = 5000) -> bool:
+    """True if no file under `folder` has a log's name, looking at `budget` entries at
+    most (an error message must not walk a whole disk: `turnline show /`); False when
+    one is found or the budget runs out first. Symlinks are not followed."""
+    pending = [folder]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
+                    elif is_log_name(entry.name):
+                        return False
+        except OSError:
+            continue  # an unreadable folder holds nothing we could show
+    return True
 
 
 def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | None:
