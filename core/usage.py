@@ -24,6 +24,7 @@ the day, UTC day): the price table picks a window by the minute, the chart by th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +62,7 @@ Key = tuple[str, int, int]
 
 
 def _key(model: str | None, time: int | float) -> Key:
-    ms = int(time) if isinstance(time, (int, float)) else 0
+    ms = int(time) if isinstance(time, (int, float)) and math.isfinite(time) else 0
     day, rest = divmod(ms, _DAY_MS)
     return (model or UNKNOWN_MODEL, day, rest // _MINUTE_MS)
 
@@ -276,7 +277,9 @@ class UsageFold:
         if etype == END_SEED:
             return
         own = seq >= self.seed_length
-        now = int(time) if isinstance(time, (int, float)) else self._last_time
+        # A log's time may be any JSON number: infinity or NaN is no moment.
+        finite = isinstance(time, (int, float)) and math.isfinite(time)
+        now = int(time) if finite else self._last_time
         totals = self.own_totals if own else self.inherited_totals
         if etype == "assistant/chunk" or etype == "assistant/message":
             if isinstance(data, dict):
