@@ -23,7 +23,7 @@ import orjson
 from turnline.core.lineage import link_sessions
 from turnline.core.logfile import encoding_of
 from turnline.core.parallel import start_pool, stop_pool
-from turnline.core.root import RootError, SessionLookupError, SessionRoot
+from turnline.core.root import RootError, SessionLookupError, SessionRoot, no_sessions_message
 from turnline.core.store import SessionForkError
 from turnline.core.summary import state_json, state_link_key
 from turnline.core.textsafe import one_line
@@ -211,7 +211,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for folder, why in root.scan_problems:
         _write(sys.stderr, f"turnline: cannot list {one_line(str(folder))}: {one_line(why)}\n")
     if not summaries:
-        _print_lines([f"no sessions under {one_line(str(root.path))}"])
+        _print_lines([no_sessions_message(root.path)])
         return 0
     entries = [(s, root.problems_of(s)) for s in summaries]
     _print_lines(render.ls_lines(entries, _width()))
@@ -297,7 +297,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     root = _open_root(args.root)
     root.scan()
     lines = render.tree_lines(root.lineage(), root.path)
-    _print_lines(lines or [f"no sessions under {one_line(str(root.path))}"])
+    _print_lines(lines or [no_sessions_message(root.path)])
     return 0
 
 
@@ -548,7 +548,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     writer = live_writer(demo.live_path)
     writer.start()
     try:
-        status = run_app(demo.path, poll=args.poll)
+        status = run_app(demo.path, poll=args.poll, subtitle=f"demo · {demo.path}")
     finally:
         writer.stop()
         if temporary and not args.keep:
