@@ -393,7 +393,9 @@ class TurnlineApp(AfterForkActions, App[int]):
         their new turns); added, removed or renamed logs make it walk the root, which
         also re-links parents and children.
         """
-        from turnline.core.catalog import Catalog, catalog_path
+        import sqlite3
+
+        from turnline.core.catalog import Catalog, CatalogError, catalog_path
 
         catalog: Catalog | None = None
         try:
@@ -413,13 +415,21 @@ class TurnlineApp(AfterForkActions, App[int]):
                         catalog.close()  # deleted meanwhile: a search will make a new one
                         catalog = None
                     continue
-                if catalog is None:
-                    catalog = Catalog(root)
-                if structural:
-                    catalog.refresh()
-                else:
-                    for path in sorted(changed):
-                        catalog.index(path)
+                try:
+                    if catalog is None:
+                        catalog = Catalog(root)
+                    if structural:
+                        catalog.refresh()
+                    else:
+                        for path in sorted(changed):
+                            catalog.index(path)
+                except (CatalogError, sqlite3.Error, OSError):
+                    # Only a cache: the next search brings it current (and reports what
+                    # stops it). Start afresh with the next batch.
+                    if catalog is not None:
+                        with contextlib.suppress(sqlite3.Error):
+                            catalog.close()
+                    catalog = None
         finally:
             if catalog is not None:
                 catalog.close()
@@ -500,6 +510,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         error = worker.error
         if worker.group == "load":
             self.timeline.loading = False
+            self._moved = None  # a renamed session that could not be read: not followed
         if isinstance(error, SessionForkError):
             screen = self.screen
             if isinstance(screen, ForkScreen):
@@ -877,6 +888,7 @@ class TurnlineApp(AfterForkActions, App[int]):
     @on(Input.Changed, "#filter")
     def _on_filter_changed(self, event: Input.Changed) -> None:
         self.session_tree.set_filter(event.value)
+        self._note_empty_root()  # the rebuild dropped it
 
     @on(Input.Submitted, "#filter")
     def _on_filter_submitted(self) -> None:
