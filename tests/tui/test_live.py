@@ -183,8 +183,8 @@ async def test_an_appended_turn_is_searchable_without_a_rebuild(
     family: Family, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Issue 12: while the app is open its watcher feeds an existing catalog: an
-    appended turn is found by a search that does not refresh the catalog, and a
-    removed log leaves no hit."""
+    appended turn is found by a search that does not refresh the catalog, a removed
+    log leaves no hit, and a new log is found."""
     from turnline.core.catalog import Catalog
     from turnline.core.search import search
 
@@ -233,6 +233,13 @@ async def test_an_appended_turn_is_searchable_without_a_rebuild(
         await wait_for(pilot, lambda: indexed_size(family.other) is None)
         assert hits("footer") == []
         assert app.snapshot is not None and family.other not in app.snapshot.summaries
+
+        new = write_session(
+            family.root,
+            SessionHeader(id="ffff6666-new", created_at=T0 + 9, cwd=OTHER_CWD),
+            turn(0, 1, "A quokka session", "Hello.", minute=80),
+        )
+        await wait_for(pilot, lambda: hits("quokka") == [str(new)])
 
 
 async def test_the_app_builds_no_catalog_unasked(
