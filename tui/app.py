@@ -574,13 +574,17 @@ class TurnlineApp(AfterForkActions, App[int]):
         snapshot, root = self.snapshot, self.root
         if snapshot is None or root is None or snapshot.summaries:
             return
-        tree = self.session_tree
-        if tree.root.children:
-            return  # already said (a filter rebuild, or a batch that changed nothing)
         lines = [no_sessions_message(root.path)]
         lines += [
             f"cannot list {one_line(str(f))}: {one_line(why)}" for f, why in root.scan_problems
         ]
+        self._note_in_tree(lines)
+
+    def _note_in_tree(self, lines: list[str]) -> None:
+        """Sentences in the empty tree pane, wrapped to its width (literal text)."""
+        tree = self.session_tree
+        if tree.root.children:
+            return  # already said (a filter rebuild, or a batch that changed nothing)
         width = max(tree.scrollable_content_region.width - 2, 16)
         for sentence in lines:
             wrapped = Text(sentence, style="italic").wrap(self.console, width, overflow="fold")
@@ -676,6 +680,7 @@ class TurnlineApp(AfterForkActions, App[int]):
     @while_shown
     def _on_root_failed(self, message: RootFailed) -> None:
         self.session_tree.border_subtitle = ""
+        self._note_in_tree([one_line(message.message)])  # if no session was shown
         self.detail.show_turn(None, [], (), note=message.message)
         self.notify(message.message, title="Cannot open root", severity="error", markup=False)
 

@@ -766,3 +766,25 @@ async def test_the_subtitle_is_literal_text(family: Family) -> None:
         assert app.sub_title == "demo · /tmp/[b]x[/b][2J"
         shown = str(app.screen.query_one(HeaderTitle).render())
         assert "demo · /tmp/[b]x[/b][2J" in shown
+
+
+async def test_a_root_that_cannot_be_opened_says_why_in_the_tree(tmp_path: Path) -> None:
+    """A root gone before the app could scan it: the tree says what the CLI says of
+    it (the core's `RootError`), not a blank pane."""
+    from turnline.core.root import RootError
+
+    root = tmp_path / "gone"
+    root.mkdir()
+    app = make_app(root)
+    root.rmdir()
+    with pytest.raises(RootError) as caught:
+        SessionRoot(root)
+    async with app.run_test(size=SIZE) as pilot:
+        expected = caught.value.message
+
+        def noted() -> bool:
+            """the root's error in the tree"""
+            return tree_note(app).replace(" ", "") == expected.replace(" ", "")
+
+        await wait_for(pilot, noted)
+        assert app.session_tree.border_subtitle == ""
