@@ -618,7 +618,8 @@ class TurnlineApp(AfterForkActions, App[int]):
             or old.summaries.keys() != new.summaries.keys()
             or old.lineage.parent_of != new.lineage.parent_of
         ):
-            tree.show(new, select=followed)
+            # Revealed: a filter that matched its old path may not match the new one.
+            tree.show(new, select=followed, reveal=followed is not None)
             self._note_empty_root()
             if old is not None and not old.summaries and self.view is None:
                 tree.select_first_session()  # the first session of an empty root

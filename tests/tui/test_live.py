@@ -266,3 +266,24 @@ async def test_the_app_builds_no_catalog_unasked(
         await wait_for(pilot, lambda: tree.node_of(new) is not None)
         await pilot.pause(0.5)  # the catalog worker takes each batch within 0.25 s
     assert not catalog_path(family.root).exists()
+
+
+async def test_a_rename_is_followed_under_a_filter_that_matched_the_old_path(
+    family: Family,
+) -> None:
+    """The filter matched the open session by its old path: after the rename it stays
+    shown and open (not replaced by whatever the filter still matches)."""
+    async with TurnlineApp(family.root, tz=UTC).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.child)
+        tree = app.query_one(SessionTree)
+        await pilot.press("slash", *"parser--/bbbb", "enter")
+        await wait_for(pilot, lambda: tree.node_of(family.other) is None)
+        assert tree.highlighted_path == family.child
+        project = family.child.parent.parent
+        moved = project.rename(project.with_name("--elsewhere--")) / family.child.relative_to(
+            project
+        )
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == moved)
+        await pilot.pause(0.3)
+        assert app.view is not None and app.view.path == moved
+        assert tree.highlighted_path == moved
