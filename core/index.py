@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
-from typing import Final, overload
+from typing import Any, Final, overload
 
 import orjson
 import zstandard
@@ -61,6 +61,7 @@ from .logfile import (
     turn_end_problem,
 )
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .parallel import discard_broken, pool_for_work
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
     MAX_HEADER_LINE,
@@ -648,6 +649,189 @@ def _index_raw_lines(
         ix.set_tail(torn_line_message(size - pos))
 
 
+#: Raw logs from this size are indexed in two halves at once, the second half in the
+#: process pool, when the pool can be used (a headless command, or the app's pool
+#: started before Textual).
+SPLIT_THRESHOLD: Final = 32 << 20
+
+
+def _split_point(fd: int, start: int, size: int) -> tuple[int, int] | None:
+    """(offset just past the first `turn/end` line at or after `start`, that line's
+    seq), or None if there is none (as dsh writes one) or it does not decode."""
+    pos = start
+    marker = b"\n" + TURN_END_LINE
+    while pos < size:
+        chunk = os.pread(fd, 1 << 20, pos)
+        if not chunk:
+            return None
+        k = chunk.find(marker)
+        if k >= 0:
+            data = _read_line(fd, pos + k + 1, size)  # from the line's start, past its end
+            nl = data.find(b"\n")
+            if nl < 0:
+                return None
+            line = data[: nl + 1]
+            try:
+                seq = orjson.loads(line).get("seq")
+            except (orjson.JSONDecodeError, AttributeError):
+                return None
+            if type(seq) is not int:
+                return None
+            return pos + k + 1 + len(line), seq
+        pos += max(len(chunk) - len(marker), 1)
+    return None
+
+
+def _read_line(fd: int, pos: int, size: int) -> bytes:
+    """Bytes from `pos` through the first newline after it (or to the end)."""
+    parts: list[bytes] = []
+    while pos < size:
+        chunk = os.pread(fd, BLOCK_SIZE, pos)
+        if not chunk:
+            break
+        parts.append(chunk)
+        pos += len(chunk)
+        if b"\n" in chunk:
+            break
+    return b"".join(parts)
+
+
+def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
+    """Index a big raw log with a pool worker taking the second half; False when the
+    log is not split or the halves do not meet (the caller then indexes it serially
+    with a fresh `_Indexer`).
+
+    The worker starts after a `turn/end` line past the middle, assuming the first
+    half is clean: the seq after that line comes next and no turn is open. The halves
+    are joined only when both are free of problems and the first half ends exactly as
+    the worker assumed, so the result is always the serial one.
+    """
+    if size < SPLIT_THRESHOLD:
+        return False
+    pool = pool_for_work()
+    if pool is None:
+        return False
+    first = os.pread(fd, 1 << 16, 0)
+    nl = first.find(b"\n")
+    if nl < 0:
+        return False
+    found = _split_point(fd, size // 2, size)
+    if found is None or found[0] >= size:
+        return False
+    split, end_seq = found
+    task = (str(ix.path), first[:nl], split, end_seq, ix.block_size)
+    try:
+        future = pool.submit(_second_half_state, task)
+    except Exception:  # a broken or stopped pool: index serially
+        return False
+    try:
+        if not ix.take_header(first[:nl]):
+            future.cancel()
+            return False
+        header_problems = list(ix.problems)  # e.g. a missing version: both halves have them
+        ix.offset = nl + 1
+        ix._size = max(split, 1)
+        _index_raw_lines(ix, fd, nl + 1, size, limit=split)
+    except BaseException:  # cancelled (or worse): the second half is not waited for
+        future.cancel()  # (a task that has started runs on; its answer is dropped)
+        raise
+    if not _first_half_clean(ix, split, end_seq, header_problems):
+        future.cancel()  # the halves cannot be joined: do not wait for the second
+        return False
+    try:
+        state = future.result()
+    except Exception:  # a dead worker, a broken pool: index serially
+        discard_broken(pool)
+        return False
+    return _join(ix, state, split, end_seq, header_problems)
+
+
+#: What a pool worker sends back of the second half's `_Indexer` (see `_half_state`).
+_HalfState = tuple[Any, ...]
+
+
+def _second_half_state(task: tuple[str, bytes, int, int, int]) -> _HalfState | None:
+    """In a pool worker: index the records of `path` from `split` on, as a clean first
+    half ending with the `turn/end` of seq `end_seq` would leave the indexer."""
+    path, header_line, split, end_seq, block_size = task
+    later = _Indexer(Path(path), None, None, block_size)
+    if not later.take_header(header_line):
+        return None
+    later.offset = split
+    later.line = 0  # its lines are counted from the split (the header was counted there)
+    later.event_count = later.contiguous = end_seq + 1
+    later.last_seq = end_seq
+    later.builder = later.builder.starting_at(end_seq + 1)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _index_raw_lines(later, fd, split, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return _half_state(later)
+
+
+def _half_state(ix: _Indexer) -> _HalfState:
+    """What the joining process needs of a half's `_Indexer` (picklable)."""
+    return (
+        ix.builder,
+        (ix.event_count, ix.contiguous, ix.last_seq, ix.offset, ix.line),
+        (ix.anchor_seqs, ix.anchor_pos, ix.anchor_skip),
+        ix.end_offsets,
+        (ix.increasing, ix.utf8),
+        ix.tail_problem,
+        ix.problems,
+        ix.stopped,
+        ix.last_line,
+    )
+
+
+def _first_half_clean(
+    ix: _Indexer, split: int, end_seq: int, header_problems: list[LogProblem]
+) -> bool:
+    """True if the first half ends where the second half assumed: no problem beyond
+    the header's, read to `split`, seq `end_seq` last and every seq contiguous."""
+    return (
+        ix.problems == header_problems
+        and not ix.stopped
+        and ix.tail_problem is None
+        and ix.offset == split
+        and (ix.event_count, ix.contiguous, ix.last_seq) == (end_seq + 1, end_seq + 1, end_seq)
+    )
+
+
+def _join(
+    ix: _Indexer,
+    state: _HalfState | None,
+    split: int,
+    end_seq: int,
+    header_problems: list[LogProblem],
+) -> bool:
+    """Take the second half's state into `ix` (the first half, read up to `split`),
+    if the two meet exactly: both free of problems beyond the header's, and the
+    first half ending where the second assumed (seq `end_seq` last, no turn open)."""
+    if not isinstance(state, tuple) or len(state) != 9:
+        return False
+    if not _first_half_clean(ix, split, end_seq, header_problems):
+        return False
+    builder, counts, anchors, end_offsets, flags, tail, problems, stopped, last_line = state
+    if problems != header_problems or stopped or not ix.builder.continue_with(builder):
+        return False
+    ix.event_count, ix.contiguous, ix.last_seq, ix.offset, lines = counts
+    ix.anchor_seqs.extend(anchors[0])
+    ix.anchor_pos.extend(anchors[1])
+    ix.anchor_skip.extend(anchors[2])
+    ix.end_offsets.update(end_offsets)
+    ix.increasing = ix.increasing and flags[0]
+    ix.utf8 = ix.utf8 and flags[1]
+    if tail is not None:
+        tail = LogProblem(tail.kind, tail.message, seq=tail.seq, line=tail.line + ix.line)
+    ix.tail_problem = tail
+    ix.line += lines
+    if last_line is not None:
+        ix.last_line = last_line
+    return True
+
+
 def _pread_all(fd: int, n: int, pos: int) -> bytes:
     """`n` bytes from `pos` (fewer only at the end of the file)."""
     parts: list[bytes] = []
@@ -1066,7 +1250,8 @@ def index_log(
             mtime = st.st_mtime
             if ix.encoding is Encoding.ZSTD:
                 _index_zstd(ix, fd, st.st_size)
-            else:
+            elif not _index_raw_split(ix, fd, st.st_size):
+                ix = _Indexer(path, progress, cancel, block_size)  # (a split may have begun)
                 _index_raw(ix, fd, st.st_size)
         except OSError as exc:
             ix.problems.append(
