@@ -75,7 +75,8 @@ class UsageTotals:
     """One usage object (the issue's U) being summed.
 
     `tokens` maps (model, day, minute) -> [input, output, cacheRead, cacheWrite,
-    reasoning, calls]; the rest are activity counts.
+    reasoning, calls]; the rest are activity counts. A row is never changed in place
+    (copies share rows): to change one, assign a new list.
     """
 
     tokens: dict[Key, list[int]] = field(default_factory=dict)
@@ -86,27 +87,30 @@ class UsageTotals:
     unmetered: dict[str, int] = field(default_factory=dict)
 
     def _apply(self, key: Key, usage: TokenUsage, sign: int, calls: int) -> None:
-        row = self.tokens.get(key)
-        if row is None:
-            row = self.tokens[key] = [0, 0, 0, 0, 0, 0]
-        row[0] += sign * usage.input_tokens
-        row[1] += sign * usage.output_tokens
-        row[2] += sign * usage.cache_read_tokens
-        row[3] += sign * usage.cache_write_tokens
-        row[4] += sign * usage.reasoning_tokens
-        row[5] += calls
-        if not any(row):
+        # A new row, never a change in place: copies share rows (see `copy`).
+        old = self.tokens.get(key)
+        row = [
+            sign * usage.input_tokens,
+            sign * usage.output_tokens,
+            sign * usage.cache_read_tokens,
+            sign * usage.cache_write_tokens,
+            sign * usage.reasoning_tokens,
+            calls,
+        ]
+        if old is not None:
+            row = [a + b for a, b in zip(old, row, strict=True)]
+        if any(row):
+            self.tokens[key] = row
+        elif old is not None:
             del self.tokens[key]
 
     def add(self, other: UsageTotals) -> None:
         """Add another usage object into this one."""
+        tokens = self.tokens
         for key, row in other.tokens.items():
-            mine = self.tokens.get(key)
-            if mine is None:
-                self.tokens[key] = list(row)
-            else:
-                for i, value in enumerate(row):
-                    mine[i] += value
+            mine = tokens.get(key)
+            # Rows are shared between copies: a sum is a new row.
+            tokens[key] = row if mine is None else [a + b for a, b in zip(mine, row, strict=True)]
         self.turns += other.turns
         self.tool_calls += other.tool_calls
         self.errors += other.errors
@@ -115,9 +119,11 @@ class UsageTotals:
             self.unmetered[etype] = self.unmetered.get(etype, 0) + n
 
     def copy(self) -> UsageTotals:
-        """An independent copy."""
+        """An independent copy, in time proportional to its number of keys (not its
+        events): the rows are shared, which is safe because no `UsageTotals` method
+        changes a row in place (callers must not either)."""
         return UsageTotals(
-            {key: row[:] for key, row in self.tokens.items()},
+            dict(self.tokens),
             self.turns,
             self.tool_calls,
             self.errors,

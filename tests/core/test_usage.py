@@ -454,3 +454,25 @@ def test_logged_fold_crosses_a_process_boundary_intact(fixtures_root: Path) -> N
         assert back[:5] == logged[:5]
         assert back.fold.own().to_json_dict() == logged.fold.own().to_json_dict()
         assert back.fold.inherited().to_json_dict() == logged.fold.inherited().to_json_dict()
+
+
+def test_views_are_snapshots_that_share_nothing_mutable() -> None:
+    """`own()` costs its number of keys, not its events (rows are shared between
+    copies), so no method may change a row in place: a view taken earlier stays as it
+    was while the fold goes on, and adding into a view leaves the fold alone."""
+    rng = random.Random(11)
+    # All in one UTC minute: every sample lands on the keys the earlier ones made.
+    events = [SessionEvent(e.type, e.seq, 1_700_000_000_000, e.data) for e in turns(rng, 0, 0, 6)]
+    half = len(events) // 2
+    fold = fold_events(events[:half], 0)
+    before = fold.own()
+    frozen = before.to_json_dict()
+    fold.feed(events[half:])  # replacements and new samples on the same keys
+    assert before.to_json_dict() == frozen
+    after = fold.own()
+    expected = after.to_json_dict()
+    after.add(fold.own())  # doubles the view ...
+    assert fold.own().to_json_dict() == expected  # ... not the fold
+    assert after.buckets()[:5] == [2 * b for b in fold.own().buckets()[:5]]
+    whole = fold_events(events, 0).own().to_json_dict()
+    assert fold.own().to_json_dict() == whole
