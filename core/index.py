@@ -754,6 +754,22 @@ def _second_half_state(task: tuple[str, bytes, int, int, int]) -> _HalfState | N
     """In a pool worker: index the records of `path` from `split` on, as a clean first
     half ending with the `turn/end` of seq `end_seq` would leave the indexer."""
     path, header_line, split, end_seq, block_size = task
+    later = _later_half(path, header_line, split, end_seq, block_size)
+    if later is None:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _index_raw_lines(later, fd, split, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return _half_state(later)
+
+
+def _later_half(
+    path: str, header_line: bytes, split: int, end_seq: int, block_size: int
+) -> _Indexer | None:
+    """An indexer for the records from `split` on, set as a clean first half ending with
+    the `turn/end` of seq `end_seq` would leave it; None if the header does not parse."""
     later = _Indexer(Path(path), None, None, block_size)
     if not later.take_header(header_line):
         return None
@@ -762,12 +778,7 @@ def _second_half_state(task: tuple[str, bytes, int, int, int]) -> _HalfState | N
     later.event_count = later.contiguous = end_seq + 1
     later.last_seq = end_seq
     later.builder = later.builder.starting_at(end_seq + 1)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        _index_raw_lines(later, fd, split, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    return _half_state(later)
+    return later
 
 
 def _half_state(ix: _Indexer) -> _HalfState:
@@ -916,14 +927,21 @@ class _FrameReader:
             window = min(window * 2, 1 << 22)
 
 
-def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
-    """Index a zstd log's frames, the header frame first."""
-    ix._size = max(size, 1)
+def _index_zstd(
+    ix: _Indexer, fd: int, size: int, *, start: int = 0, split_at: int | None = None
+) -> tuple[int, int] | None:
+    """Index a zstd log's frames from compressed offset `start` (0: the header frame).
+
+    With `split_at`, stop after the first frame that ends at or past it with a
+    `turn/end` line (see `_index_zstd_split`) and return (where it ends, that line's
+    seq); otherwise (and if reading stops before) return None.
+    """
+    ix._size = max(size if split_at is None else split_at, 1)  # progress: of this half
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return None
     reader = _FrameReader(fd, size)
-    pos = 0
+    pos = start
     batch: list[bytes] = []
     frames: list[_Frame] = []
     batch_lines = batch_bytes = 0
@@ -998,11 +1016,150 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
         batch_bytes += len(content)
         line_base += 1
         pos += used
+        if split_at is not None and split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return (pos, seq) if flush() else None
         if batch_bytes >= ix.block_size and not flush():
             return None
     if flush():
         ix.set_tail(None)
     return None
+
+
+def _turn_end_seq_at_end(content: bytes) -> int | None:
+    """The seq of `content`'s last line if it is a `turn/end` record (as dsh writes one)."""
+    last = content[content.rfind(b"\n", 0, len(content) - 1) + 1 :]
+    if not last.startswith(TURN_END_LINE):
+        return None
+    try:
+        seq = orjson.loads(last).get("seq")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return seq if type(seq) is int else None
+
+
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+
+
+def _frame_end(reader: _FrameReader, pos: int) -> int | None:
+    """Where the zstd frame at `pos` ends, from its frame and block headers (nothing
+    decompressed); None if the bytes there are not a whole plain zstd frame."""
+    head = reader._ensure(pos, 18)
+    if len(head) < 6 or bytes(head[:4]) != _ZSTD_MAGIC:
+        return None
+    try:
+        at = pos + zstandard.frame_header_size(bytes(head[:18]))
+    except zstandard.ZstdError:
+        return None
+    checksum = 4 if head[4] & 0x04 else 0
+    while True:
+        block = reader._ensure(at, 3)
+        if len(block) < 3:
+            return None
+        h = block[0] | block[1] << 8 | block[2] << 16
+        kind, length = (h >> 1) & 3, h >> 3
+        if kind == 3:
+            return None
+        at += 3 + (1 if kind == 1 else length)
+        if h & 1:
+            end = at + checksum
+            return end if end <= reader.size else None
+
+
+def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, bytes] | None:
+    """Where `_index_zstd(split_at=...)` stops, found without indexing: frames before
+    the middle are skipped by their headers, the ones after decoded until one ends
+    with a turn/end. (offset, that line's seq, the header line), or None."""
+    reader = _FrameReader(fd, size)
+    pos = 0
+    header: bytes | None = None
+    while pos < size:
+        if header is not None:
+            end = _frame_end(reader, pos)
+            if end is None:
+                return None
+            if end < split_at:
+                pos = end
+                continue
+        got = reader.frame(pos)
+        if got is None or isinstance(got, str):
+            return None
+        content, used = got
+        pos += used
+        if header is None:
+            if content:
+                nl = content.find(b"\n")
+                if nl < 0:
+                    return None
+                header = content[:nl]
+            continue
+        if split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return pos, seq, header
+    return None
+
+
+#: zstd logs from this compressed size are indexed in two halves at once.
+ZSTD_SPLIT_THRESHOLD: Final = SPLIT_THRESHOLD // 4
+
+
+def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
+    """`_index_raw_split` for a zstd log: True when `ix` holds the whole result.
+
+    This process indexes frames until the first frame past the middle that ends with
+    a `turn/end`; the pool worker finds that same frame by decoding (not indexing) the
+    first half, and indexes from there. If this process never gets there (no such
+    frame, or it stopped at a problem) it read the whole log: its result stands.
+    """
+    if size < ZSTD_SPLIT_THRESHOLD:
+        return False
+    pool = pool_for_work()
+    if pool is None:
+        return False
+    split_at = size // 2
+    try:
+        future = pool.submit(_zstd_second_half, (str(ix.path), split_at, ix.block_size))
+    except Exception:  # a broken or stopped pool: index serially
+        return False
+    try:
+        stopped_at = _index_zstd(ix, fd, size, split_at=split_at)
+    except BaseException:  # cancelled (or worse): the second half is not waited for
+        future.cancel()
+        raise
+    if stopped_at is None:
+        future.cancel()
+        return True  # no split on the way: this is the serial result
+    try:
+        reply = future.result()
+    except Exception:  # a dead worker, a broken pool: index serially
+        discard_broken(pool)
+        return False
+    if not isinstance(reply, tuple) or len(reply) != 3 or reply[0] != stopped_at[0]:
+        return False
+    return _join(ix, reply[2], stopped_at[0], stopped_at[1], reply[1])
+
+
+def _zstd_second_half(task: tuple[str, int, int]) -> tuple[Any, ...] | None:
+    """In a pool worker: find where `_index_zstd(split_at=...)` stops and index the
+    frames after it; (that offset, the header's problems, the half's state)."""
+    path, split_at, block_size = task
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        found = _zstd_split_point(fd, size, split_at)
+        if found is None:
+            return None
+        split, end_seq, header_line = found
+        later = _later_half(path, header_line, split, end_seq, block_size)
+        if later is None:
+            return None
+        header_problems = list(later.problems)
+        _index_zstd(later, fd, size, start=split)
+    finally:
+        os.close(fd)
+    return split, header_problems, _half_state(later)
 
 
 # -- the result ----------------------------------------------------------------------
@@ -1248,11 +1405,13 @@ def index_log(
         try:
             st = os.fstat(fd)
             mtime = st.st_mtime
-            if ix.encoding is Encoding.ZSTD:
-                _index_zstd(ix, fd, st.st_size)
-            elif not _index_raw_split(ix, fd, st.st_size):
+            split = _index_zstd_split if ix.encoding is Encoding.ZSTD else _index_raw_split
+            if not split(ix, fd, st.st_size):
                 ix = _Indexer(path, progress, cancel, block_size)  # (a split may have begun)
-                _index_raw(ix, fd, st.st_size)
+                if ix.encoding is Encoding.ZSTD:
+                    _index_zstd(ix, fd, st.st_size)
+                else:
+                    _index_raw(ix, fd, st.st_size)
         except OSError as exc:
             ix.problems.append(
                 LogProblem(

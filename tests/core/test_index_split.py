@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from turnline.core import index as index_module
 from turnline.core.codec import encode_records
@@ -31,21 +32,49 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Split every raw log; the list records each split's outcome (True: joined)."""
+def _record_splits(monkeypatch: pytest.MonkeyPatch, threshold: str, split: str) -> list[bool]:
+    """Lower the `threshold` to zero so every log is split, and record each outcome of
+    the `split` function (True: `ix` holds the result)."""
     assert pool_for_work() is not None  # the halves really run in two processes
     outcomes: list[bool] = []
-    real = index_module._index_raw_split
+    real = getattr(index_module, split)
 
     def recorded(*args: object) -> bool:
-        ok = bool(real(*args))  # type: ignore[arg-type]
+        ok = bool(real(*args))
         outcomes.append(ok)
         return ok
 
-    monkeypatch.setattr(index_module, "SPLIT_THRESHOLD", 0)
-    monkeypatch.setattr(index_module, "_index_raw_split", recorded)
-    yield outcomes
+    monkeypatch.setattr(index_module, threshold, 0)
+    monkeypatch.setattr(index_module, split, recorded)
+    return outcomes
+
+
+@pytest.fixture
+def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Split every raw log; the list records each split's outcome (True: joined)."""
+    yield _record_splits(monkeypatch, "SPLIT_THRESHOLD", "_index_raw_split")
+
+
+@pytest.fixture
+def zjoined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Split every zstd log; the list records each split's outcome (True: `ix` holds
+    the result, joined or read whole by this process)."""
+    yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split")
+
+
+def _zstd(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:
+    """`raw` as dsh's zstd: the header line alone in the first frame, then frames of
+    `per_frame` lines."""
+    nl = raw.index(b"\n") + 1
+    lines = raw[nl:].splitlines(keepends=True)
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(raw[:nl])]
+    frames += [
+        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
+    ]
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(b"".join(frames))
+    return path
 
 
 def _line(record: object) -> bytes:
@@ -196,3 +225,80 @@ def test_no_pool_indexes_serially(
     log = _log(tmp_path, _turns(40))
     assert_same(index_log(log, block_size=512), full_read(log))
     assert joined == [False]
+
+
+# -- zstd ------------------------------------------------------------------------------
+
+
+def test_real_fixture_logs_as_zstd_split_exactly(
+    zjoined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    joins: list[bool] = []
+    real_join = index_module._join
+
+    def join(*args: object) -> bool:
+        joins.append(real_join(*args))  # type: ignore[arg-type]
+        return joins[-1]
+
+    monkeypatch.setattr(index_module, "_join", join)
+    for k, path in enumerate(fixture_logs()):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        log = _zstd(folder, path.read_bytes())
+        assert_same(index_log(log, block_size=4096), full_read(log))
+    assert len(zjoined) == len(fixture_logs())
+    # Most fixtures are a few turns long (no frame past the middle ends a turn before
+    # the last one): this process reads them whole. The longer ones are split and joined.
+    assert sum(joins) >= 5
+
+
+@pytest.mark.parametrize("per_frame", [1, 4])
+def test_a_healthy_zstd_log_is_joined(zjoined: list[bool], tmp_path: Path, per_frame: int) -> None:
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, per_frame)
+    ix = index_log(log, block_size=512)
+    assert zjoined == [True]
+    assert_same(ix, full_read(log))
+    assert len(ix.timeline.turns) == 40
+
+
+@pytest.mark.parametrize("case", [c for c, (body, _) in BAD_CASES.items() if b"\n" in body])
+def test_bad_logs_as_zstd_split_or_fall_back_exactly(
+    zjoined: list[bool], tmp_path: Path, case: str
+) -> None:
+    log = _zstd(tmp_path, BAD_CASES[case][0], 2)
+    assert_same(index_log(log, block_size=64), full_read(log))
+
+
+def test_a_torn_last_zstd_frame_after_the_split_is_joined(
+    zjoined: list[bool], tmp_path: Path
+) -> None:
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, 4)
+    blob = log.read_bytes()
+    log.write_bytes(blob[:-7])  # the last frame cut short
+    ix = index_log(log, block_size=512)
+    assert zjoined == [True]
+    assert_same(ix, full_read(log))
+    assert [p.kind for p in ix.problems] == [ProblemKind.TORN_TAIL]
+
+
+def test_a_seq_gap_in_the_first_zstd_half_falls_back(zjoined: list[bool], tmp_path: Path) -> None:
+    records = _turns(40)
+    records = [*records[:20], *[{**r, "seq": int(str(r["seq"])) + 3} for r in records[20:]]]
+    raw = _line(HEADER) + b"".join(_line(r) for r in records)
+    log = _zstd(tmp_path, raw, 4)
+    ix = index_log(log, block_size=512)
+    assert zjoined == [False]
+    assert_same(ix, full_read(log))
+    assert [p.kind for p in ix.problems] == [ProblemKind.SEQ_GAP]
+
+
+def test_a_lost_zstd_worker_falls_back(
+    zjoined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, 4)
+    assert_same(index_log(log, block_size=512), full_read(log))
+    assert zjoined == [False]
