@@ -576,25 +576,32 @@ def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
     return False
 
 
-def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
+def _index_raw(ix: _Indexer, fd: int, size: int, *, split: bool = True) -> bool:
+    """Index a raw log; False when a split's halves did not meet (`ix` is then spent:
+    index again with a fresh one and `split=False`)."""
     ix._size = max(size, 1)
     # At most a header's worth (see `records.MAX_HEADER_LINE`): a longer first line
     # is a bad header, which the full reader names (`_from_full_read`).
     first = _pread_all(fd, min(size, MAX_HEADER_LINE + 1), 0)
     nl = first.find(b"\n")
     if nl < 0 and len(first) > MAX_HEADER_LINE:
-        return
+        return True
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
-        return
+        return True
     if nl < 0:
         # Only a header line in progress: LogReader keeps it as a torn tail.
         ix.set_tail(torn_line_message(len(first)))
-        return
+        return True
     if not ix.take_header(first[:nl]):
-        return
+        return True
     ix.offset = nl + 1
+    if split:
+        joined = _index_raw_split(ix, fd, size, first[:nl])
+        if joined is not None:
+            return joined
     _index_raw_lines(ix, fd, nl + 1, size)
+    return True
 
 
 def _index_raw_lines(
@@ -696,10 +703,11 @@ def _read_line(fd: int, pos: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
-    """Index a big raw log with a pool worker taking the second half; False when the
-    log is not split or the halves do not meet (the caller then indexes it serially
-    with a fresh `_Indexer`).
+def _index_raw_split(ix: _Indexer, fd: int, size: int, header_line: bytes) -> bool | None:
+    """Index a big raw log's records (`ix` has taken its header, `ix.offset` is past
+    it) with a pool worker taking the second half: True when `ix` holds the result;
+    None when the log is not split (`ix` is untouched: index on serially); False when
+    the halves do not meet (the caller then indexes it again with a fresh `_Indexer`).
 
     The worker starts after a `turn/end` line past the middle, assuming the first
     half is clean: the seq after that line comes next and no turn is open. The halves
@@ -707,31 +715,23 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int) -> bool:
     the worker assumed, so the result is always the serial one.
     """
     if size < SPLIT_THRESHOLD:
-        return False
+        return None
     pool = pool_for_work()
     if pool is None:
-        return False
-    first = os.pread(fd, 1 << 16, 0)
-    nl = first.find(b"\n")
-    if nl < 0:
-        return False
+        return None
     found = _split_point(fd, size // 2, size)
     if found is None or found[0] >= size:
-        return False
+        return None
     split, end_seq = found
-    task = (str(ix.path), first[:nl], split, end_seq, ix.block_size)
+    task = (str(ix.path), header_line, split, end_seq, ix.block_size)
     try:
         future = pool.submit(_second_half_state, task)
     except Exception:  # a broken or stopped pool: index serially
-        return False
+        return None
+    header_problems = list(ix.problems)  # e.g. a missing version: both halves have them
     try:
-        if not ix.take_header(first[:nl]):
-            future.cancel()
-            return False
-        header_problems = list(ix.problems)  # e.g. a missing version: both halves have them
-        ix.offset = nl + 1
         ix._size = max(split, 1)
-        _index_raw_lines(ix, fd, nl + 1, size, limit=split)
+        _index_raw_lines(ix, fd, ix.offset, size, limit=split)
     except BaseException:  # cancelled (or worse): the second half is not waited for
         future.cancel()  # (a task that has started runs on; its answer is dropped)
         raise
@@ -1405,13 +1405,13 @@ def index_log(
         try:
             st = os.fstat(fd)
             mtime = st.st_mtime
-            split = _index_zstd_split if ix.encoding is Encoding.ZSTD else _index_raw_split
-            if not split(ix, fd, st.st_size):
-                ix = _Indexer(path, progress, cancel, block_size)  # (a split may have begun)
-                if ix.encoding is Encoding.ZSTD:
+            if ix.encoding is Encoding.ZSTD:
+                if not _index_zstd_split(ix, fd, st.st_size):
+                    ix = _Indexer(path, progress, cancel, block_size)  # (a split began)
                     _index_zstd(ix, fd, st.st_size)
-                else:
-                    _index_raw(ix, fd, st.st_size)
+            elif not _index_raw(ix, fd, st.st_size):
+                ix = _Indexer(path, progress, cancel, block_size)  # the halves did not meet
+                _index_raw(ix, fd, st.st_size, split=False)
         except OSError as exc:
             ix.problems.append(
                 LogProblem(
