@@ -24,6 +24,7 @@ the day, UTC day): the price table picks a window by the minute, the chart by th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +65,18 @@ def is_unmetered(etype: str) -> bool:
 Key = tuple[str, int, int]
 
 
+def _ms(time: object, default: int) -> int:
+    """An event time as whole milliseconds; `default` for one that is not a finite
+    number (a log may hold `1e400`, read as infinity as JSON.parse does)."""
+    if isinstance(time, int):
+        return time
+    if isinstance(time, float) and math.isfinite(time):
+        return int(time)
+    return default
+
+
 def _key(model: str | None, time: int | float) -> Key:
-    ms = int(time) if isinstance(time, (int, float)) else 0
+    ms = _ms(time, 0)
     day, rest = divmod(ms, _DAY_MS)
     return (model or UNKNOWN_MODEL, day, rest // _MINUTE_MS)
 
@@ -295,7 +306,7 @@ class UsageFold:
         if etype == END_SEED:
             return
         own = seq >= self.seed_length
-        now = int(time) if isinstance(time, (int, float)) else self._last_time
+        now = _ms(time, self._last_time)
         totals = self.own_totals if own else self.inherited_totals
         if etype == "assistant/chunk" or etype == "assistant/message":
             if isinstance(data, dict):
