@@ -20,7 +20,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "fork at the highlighted turn/end (▶ rows)"),
     ("p", "jump to the parent session, at the turn it was forked from"),
     ("v", "toggle the raw events (JSON) of the turn"),
-    ("/", "filter sessions by title, id or cwd (Escape clears)"),
+    ("/", "filter sessions by title, id, cwd or path (Escape clears)"),
     ("r", "reload the root from disk"),
     ("[ / ]", "narrow / widen the sessions pane"),
     ("a", "sort sessions: lineage order / newest activity first"),
