@@ -530,7 +530,8 @@ class Catalog:
                     redo.append((item.path, item.layout, None))
                     continue
                 log_id = _upsert(db, item, row[0] if row else None)
-                _delete_docs(db, log_id, item.keep_before)
+                if row is not None:
+                    _delete_docs(db, log_id, item.keep_before)
                 docs.extend((log_id, *r) for r in item.rows)
             db.executemany("INSERT INTO docs(log, turn, seq, field, text) VALUES (?,?,?,?,?)", docs)
             db.execute(

@@ -74,3 +74,30 @@ def test_search_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await _search(pilot, "tokenizer")
 
     assert snap_compare(TurnlineApp(family.root, tz=UTC), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_first_search_shows_catalog_progress(tmp_path: Path) -> None:
+    """The first search of a root builds its catalog and says how far it got."""
+    family = make_family(tmp_path / "root")
+    app = TurnlineApp(family.root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        said: list[str] = []
+        shown = screen._status
+
+        def status(text: str) -> None:
+            said.append(text)
+            shown(text)
+
+        screen._status = status  # type: ignore[method-assign]
+        for ch in "tokenizer":
+            await pilot.press(ch)
+        await wait_for(pilot, lambda: bool(screen.hits))
+        building = [s for s in said if s.startswith("building the search catalog")]
+        assert building, said
+        assert building[-1].endswith("logs (100%)")
+        assert said[-1].endswith("hits") or said[-1].endswith("hit")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,12 +17,14 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 from turnline.core.catalog import Catalog, CatalogError
-from turnline.core.search import Hit, QueryError, search
+from turnline.core.search import Hit, QueryError, parse_query, search
 from turnline.core.textsafe import one_line
 
 #: Seconds of no typing before a query runs.
 DEBOUNCE = 0.25
 LIMIT = 200
+#: Held while a search brings the catalog up to date (see `SearchScreen._run`).
+_REFRESHING = threading.Lock()
 
 
 def hit_prompt(hit: Hit) -> Text:
@@ -119,16 +122,28 @@ class SearchScreen(ModalScreen[Hit | None]):
         worker = get_current_worker()
 
         def progress(done: int, total: int) -> None:
-            if not worker.is_cancelled:
-                self.app.call_from_thread(self._status, f"indexing logs: {done}/{total}")
+            if not worker.is_cancelled and total:
+                self.app.call_from_thread(
+                    self._status,
+                    f"building the search catalog: {done:,}/{total:,} logs "
+                    f"({100 * done // total}%)",
+                )
 
         try:
+            parse_query(query)  # a malformed query is said at once, before any indexing
             catalog = Catalog(self.root, self.catalog_path)
-        except CatalogError as exc:
+        except (CatalogError, QueryError) as exc:
             self.app.call_from_thread(self._status, str(exc))
             return
         try:
-            result = search(catalog, query, limit=LIMIT, progress=progress)
+            # One refresh at a time: a query typed while the first one still builds
+            # the catalog waits for it (then finds it current) instead of indexing
+            # every log a second time.
+            with _REFRESHING:
+                if worker.is_cancelled:
+                    return
+                catalog.refresh(progress)
+            result = search(catalog, query, limit=LIMIT, refresh=False)
         except QueryError as exc:
             self.app.call_from_thread(self._status, str(exc))
             return
