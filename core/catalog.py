@@ -751,8 +751,11 @@ _TEXT_EVENTS: Final = frozenset(
 )
 
 
-def _extract(job: _Job) -> _Extracted | str:
-    """Index one log: its summary and documents as plain values; its path if gone."""
+def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
+    """Index one log: its summary and documents as plain values; its path if gone.
+
+    A raw log read from the start goes through `_lean_read` when it can (the same
+    result; `lean_read=False` forces `LogReader`, for the test that says so)."""
     from .index import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
     from .logfile import Encoding, LogReader
     from .summary import SessionSummary, summary_state
@@ -780,22 +783,36 @@ def _extract(job: _Job) -> _Extracted | str:
     ):
         resume = (based[3], based[4], based[5])
     keep_before: int | None
-    if resume is not None:
-        offset, lead_in, turns_done = resume
-        reader = LogReader.resume(Path(path), summary.header, offset, lead_in, lead_in - 1, True)
-        builder = TimelineBuilder(seed).starting_at(lead_in)
-        keep_before = lead_in
-    else:
-        reader = LogReader(Path(path))
+    lean = None
+    if resume is None and lean_read and summary.encoding is Encoding.RAW:
+        lean = _lean_read(path)
+    if lean is not None:
+        events, turn_end_offsets = lean
+        contiguous, reset = True, False
         builder = TimelineBuilder(seed)
         lead_in, turns_done = 0, 0
         keep_before = None
-    batch = reader.read()
-    events = batch.events
-    if batch.reset:
-        keep_before = None
-        builder = TimelineBuilder(seed)
-        turns_done = 0
+    else:
+        if resume is not None:
+            offset, lead_in, turns_done = resume
+            reader = LogReader.resume(
+                Path(path), summary.header, offset, lead_in, lead_in - 1, True
+            )
+            builder = TimelineBuilder(seed).starting_at(lead_in)
+            keep_before = lead_in
+        else:
+            reader = LogReader(Path(path))
+            builder = TimelineBuilder(seed)
+            lead_in, turns_done = 0, 0
+            keep_before = None
+        batch = reader.read()
+        events, reset = batch.events, batch.reset
+        contiguous = reader.contiguous == reader.event_count
+        turn_end_offsets = reader.turn_end_offsets
+        if reset:
+            keep_before = None
+            builder = TimelineBuilder(seed)
+            turns_done = 0
     builder.feed(events)
     turns = list(builder.snapshot().turns)
     rows = _turn_rows(events, turns, seed)
@@ -803,16 +820,16 @@ def _extract(job: _Job) -> _Extracted | str:
     new_offset: int | None = None
     new_lead, new_done = lead_in, turns_done
     closed = [t for t in turns if t.end_seq is not None]
-    if reader.contiguous == reader.event_count and closed:
+    if contiguous and closed:
         last = max(closed, key=lambda t: t.end_seq or 0)
         assert last.end_seq is not None
-        offset_at = reader.turn_end_offsets.get(last.end_seq)
+        offset_at = turn_end_offsets.get(last.end_seq)
         if offset_at is not None and all(t.end_seq is not None for t in turns if t is not last):
             opened = [t for t in turns if t.end_seq is None]
             if not opened or all(t.first_seq > last.end_seq for t in opened):
                 new_offset, new_lead = offset_at, last.end_seq + 1
                 new_done = turns_done + len(closed)
-    if new_offset is None and resume is not None and not batch.reset and not closed:
+    if new_offset is None and resume is not None and not reset and not closed:
         new_offset = resume[0]  # still inside the same open turn
     return _Extracted(
         path,
@@ -825,6 +842,77 @@ def _extract(job: _Job) -> _Extracted | str:
         (new_offset, new_lead, new_done),
         based if resume is not None else None,
     )
+
+
+def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
+    """A fresh read of a well-formed raw log, as `LogReader.read` gives it for what
+    indexing uses: the events of `TIMELINE_TYPES` and `_TEXT_EVENTS` and the offset
+    after each `turn/end` line. None, having decided nothing, if the log is anything
+    but plain (a header `LogReader` would refuse, a line that does not start with its
+    type, a record `expand_record` refuses, any seq out of order): `LogReader` reads
+    it then, with its problems.
+
+    Every other record (the chunk rows, most of a log) is only checked, by
+    `codec.record_seqs`, and never expanded into events.
+    """
+    from .codec import RecordError, expand_record, parse_header, record_seqs
+    from .model import TURN_END
+    from .records import TURN_END_LINE, loads
+    from .timeline import TIMELINE_TYPES
+
+    wanted = TIMELINE_TYPES | _TEXT_EVENTS
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    lines = data[: data.rfind(b"\n") + 1].split(b"\n")
+    lines.pop()  # after the last newline: nothing, or a torn tail LogReader leaves too
+    if not lines:
+        return None
+    try:
+        header, _problems = parse_header(loads(lines[0]))
+    except Exception:  # anything odd: LogReader's business
+        return None
+    if header is None:
+        return None
+    offset = len(lines[0]) + 1
+    expected = 0
+    events: list[Any] = []
+    ends: dict[int, int] = {}
+    prefix = b'{"type":"'
+    for line in lines[1:]:
+        offset += len(line) + 1
+        if not line.strip():
+            continue
+        if not line.startswith(prefix):
+            return None
+        quote = line.find(b'"', 9)
+        try:
+            obj = loads(line)
+        except Exception:  # not JSON (or too deep for it): LogReader says what it is
+            return None
+        rtype = obj.get("type") if type(obj) is dict else None
+        if type(rtype) is not str or line[9:quote] != rtype.encode():
+            return None
+        if rtype in wanted:
+            try:
+                got = expand_record(obj)
+            except RecordError:
+                return None
+            for event in got:
+                if event.seq != expected:
+                    return None
+                expected += 1
+            events.extend(got)
+            if got and got[-1].type == TURN_END and line.startswith(TURN_END_LINE):
+                ends[got[-1].seq] = offset
+            continue
+        seqs = record_seqs(obj)
+        if seqs is None or seqs[0] != expected or seqs[1] < seqs[0]:
+            return None
+        expected = seqs[1] + 1
+    return events, ends
 
 
 def _turn_rows(

@@ -440,3 +440,26 @@ def test_bulk_index_in_the_pool_equals_the_serial_one(tmp_path: Path) -> None:
     )
     shared.close()
     serial.close()
+
+
+def test_lean_read_indexes_exactly_as_the_log_reader(fixtures_root: Path, tmp_path: Path) -> None:
+    """Indexing reads a plain raw log without expanding its chunk rows; every fixture
+    and every log of a generated root gives the same documents, summary and resume
+    point as through `LogReader`."""
+    from turnline.core.catalog import _extract, _lean_read
+    from turnline.core.root import discover
+
+    from benchmarks.generate import write_wide_root
+
+    wide = write_wide_root(tmp_path / "wide", sessions=150).path
+    lean = 0
+    checked = 0
+    for where in (fixtures_root, wide):
+        for path, sid in discover(where):
+            job = (str(path), sid, None)
+            assert _extract(job) == _extract(job, lean_read=False), path
+            lean += _lean_read(str(path)) is not None
+            checked += 1
+    assert checked > 290
+    assert lean > 200  # the lean path is the common one
+    assert lean < checked  # and some fixtures are odd enough for LogReader
