@@ -71,6 +71,13 @@ MIN_CACHED: Final = 200
 #: A folder whose mtime is this close to the walk is recorded as unknown (ns).
 RACY_NS: Final = 1_000_000_000
 
+#: Every write of logs or documents marks the parent links stale (`_relink` redoes
+#: them): the generation is the write's time, so a relink that raced a write in
+#: another process does not mark them current.
+_UNLINKED: Final = (
+    "INSERT OR REPLACE INTO meta VALUES ('linked', 'w' || strftime('%f', 'now') || random())"
+)
+
 #: (done, total) while indexing.
 Progress = Callable[[int, int], None]
 
@@ -384,6 +391,7 @@ class Catalog:
             except OSError:
                 if row is not None:
                     gone.append(path)
+                self._pending_clean = False  # listed but unreadable: walk again next time
                 continue
             if row is None:
                 jobs.append((path, layout, None))
@@ -407,8 +415,9 @@ class Catalog:
             self.index_many(jobs, progress)
         if walked is not None:
             self._remember_walk(walked)
-        if jobs or gone:
-            self._relink()
+        linked = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
+        if jobs or gone or linked is None or linked[0] != "1":
+            self._relink()  # also after an `index`/`drop` alone (the app's watcher) or a crash
         return len(jobs)
 
     def _remember_walk(self, walked: dict[str, str | None]) -> None:
@@ -440,6 +449,7 @@ class Catalog:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute(_UNLINKED)
             for path in paths:
                 row = db.execute("SELECT id FROM logs WHERE path=?", (str(path),)).fetchone()
                 if row is not None:
@@ -507,6 +517,7 @@ class Catalog:
         redo: list[_Job] = []
         db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute(_UNLINKED)
             before = db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]
             docs: list[tuple[int, int, int, str, str]] = []
             for item in batch:
@@ -549,7 +560,12 @@ class Catalog:
         from .lineage import link_sessions
         from .summary import state_link_key
 
+        # The logs as of now; a write meanwhile (another process) leaves `linked` unset.
+        self.db.execute("BEGIN")
         rows = self.db.execute("SELECT id, path, summary FROM logs").fetchall()
+        got = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
+        self.db.execute("COMMIT")
+        generation = got[0] if got is not None else None
         links = link_sessions(
             [state_link_key(path, marshal.loads(state)) for _id, path, state in rows]
         )
@@ -560,6 +576,9 @@ class Catalog:
                 "INSERT INTO meta VALUES (?, ?)",
                 [(f"parent:{rows[c][0]}", str(rows[p][0])) for c, p in links.parent.items()],
             )
+            now = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
+            if (now[0] if now is not None else None) == generation:
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', '1')")
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")

@@ -257,13 +257,8 @@ def search(
         if not matched:
             return SearchResult([], 0)
     assert matched is not None
-    # Plain rows by log id (path, session, title, seed, created): building an object
-    # per log of a big root costs more than the query.
-    logs = {
-        r[0]: r[1:]
-        for r in catalog.db.execute("SELECT id, path, session, title, seed, created FROM logs")
-    }
     children = catalog.children()
+    logs = _log_rows(catalog, {log for log, _turn in matched}, children)
     patterns = [t.pattern() for t in terms]
     words = all(not t.phrase for t in terms)
     longest = max(len(t.text) for t in terms)
@@ -366,6 +361,32 @@ def _window(
         else:
             merged.append((s, e))
     return shown, tuple(merged)
+
+
+def _log_rows(
+    catalog: Catalog, wanted: set[int], children: dict[int, list[int]]
+) -> dict[int, tuple[Any, ...]]:
+    """(path, session, title, seed, created) by log id, for the `wanted` logs and all
+    their descendants (whose seeds decide the heirs): building a row per log of a big
+    root costs more than a query with few hits."""
+    stack = [log for log in wanted if log in children]
+    ids = set(wanted)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in ids:
+                ids.add(child)
+                stack.append(child)
+    sql = "SELECT id, path, session, title, seed, created FROM logs"
+    if len(ids) > 2000:
+        return {r[0]: r[1:] for r in catalog.db.execute(sql) if r[0] in ids}
+    out: dict[int, tuple[Any, ...]] = {}
+    wanted_ids = sorted(ids)
+    for k in range(0, len(wanted_ids), 500):
+        chunk = wanted_ids[k : k + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in catalog.db.execute(f"{sql} WHERE id IN ({marks})", chunk):
+            out[r[0]] = r[1:]
+    return out
 
 
 def _heirs(

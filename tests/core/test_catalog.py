@@ -463,3 +463,20 @@ def test_lean_read_indexes_exactly_as_the_log_reader(fixtures_root: Path, tmp_pa
     assert checked > 290
     assert lean > 200  # the lean path is the common one
     assert lean < checked  # and some fixtures are odd enough for LogReader
+
+
+def test_parent_links_follow_index_alone_and_an_interrupted_build(root: Path) -> None:
+    """Lineage credit survives logs catalogued without a `refresh` (the app's watcher
+    calls `index`) and a build killed before it linked the logs."""
+    catalog = Catalog(root)
+    jobs, _gone, _walked = catalog.changes()
+    catalog.index_many(jobs)  # as if killed here: nothing linked yet
+    catalog.close()
+    assert [(h.session, h.inherited_by) for h in search(Catalog(root), "zebracorn").hits] == [
+        ("P", 2)
+    ]
+    fresh = Catalog(root, ":memory:")
+    for log in ("p", "c", "g"):
+        fresh.index(root / log / "session.jsonl")
+    assert [(h.session, h.inherited_by) for h in search(fresh, "zebracorn").hits] == [("P", 2)]
+    fresh.close()
