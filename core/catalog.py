@@ -65,7 +65,7 @@ FIELDS: Final = ("user", "assistant", "reasoning", "tool")
 BATCH: Final = 64
 #: Logs per write transaction while indexing many (each commit flushes a segment of
 #: the full-text index: fewer, larger ones merge less).
-WRITE_BATCH: Final = 256
+WRITE_BATCH: Final = 1024
 #: `listing_states` re-reads at most this many changed logs (or a quarter of them).
 MIN_CACHED: Final = 200
 #: A folder whose mtime is this close to the walk is recorded as unknown (ns).
@@ -492,12 +492,16 @@ class Catalog:
         pending: list[_Extracted | str] = []
         for batch in _extract_batches(work):
             pending.extend(batch)
-            if len(pending) >= WRITE_BATCH or done + len(pending) == total:
+            done += len(batch)
+            if len(pending) >= WRITE_BATCH:
                 self._store_all(pending)
-                done += len(pending)
                 pending = []
-                if progress is not None:
-                    progress(done, total)
+            if progress is not None and done < total:
+                progress(done, total)  # read; the last batch counts once it is written
+        if pending:
+            self._store_all(pending)
+        if progress is not None and total:
+            progress(total, total)
 
     def _job(self, path: str) -> _Job:
         row = self.db.execute(

@@ -480,3 +480,27 @@ def test_parent_links_follow_index_alone_and_an_interrupted_build(root: Path) ->
         fresh.index(root / log / "session.jsonl")
     assert [(h.session, h.inherited_by) for h in search(fresh, "zebracorn").hits] == [("P", 2)]
     fresh.close()
+
+
+def test_many_write_batches_store_every_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexing in many small read and write batches stores every log once, with
+    progress counting up to the total."""
+    from turnline.core import catalog as module
+
+    from benchmarks.generate import write_wide_root
+
+    root = write_wide_root(tmp_path / "wide", sessions=60).path
+    whole = Catalog(root, ":memory:")
+    whole.refresh()
+    monkeypatch.setattr(module, "BATCH", 2)
+    monkeypatch.setattr(module, "WRITE_BATCH", 7)
+    small = Catalog(root, ":memory:")
+    seen: list[tuple[int, int]] = []
+    small.refresh(lambda done, total: seen.append((done, total)))
+    query = "SELECT logs.path, turn, seq, field, text FROM docs JOIN logs ON logs.id=docs.log"
+    assert sorted(small.query(query)) == sorted(whole.query(query))
+    assert list(small.query("SELECT count(*) FROM logs")) == [(60,)]
+    assert seen[0] == (0, 60) and seen[-1] == (60, 60)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
