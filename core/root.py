@@ -11,6 +11,7 @@ import contextlib
 import errno
 import functools
 import gc
+import marshal
 import mmap
 import os
 import stat
@@ -435,14 +436,15 @@ class BackgroundScan:
         self.whole: Future[tuple[list[_FoundLog], list[tuple[str, str]]]] | None = None
         self._walked: list[tuple[int, int]] = []
         self._pool = process_pool()
-        #: The scan from the root's search catalog (`_cached_states`), when it has one.
-        self.cached: Future[_Listing | None] | None = None
+        #: The scan from the root's search catalog (`_cached_states`), when it has one,
+        #: marshalled (three times faster to take in than the pool's pickle).
+        self.cached: Future[bytes | None] | None = None
         self._use_cache = root.single is None and _has_catalog(root.path)
         if self._pool is None:
             return
         if self._use_cache:
             try:
-                self.cached = self._pool.submit(_cached_states, str(root.path))
+                self.cached = self._pool.submit(_cached_states_packed, str(root.path))
                 return
             except Exception:  # a broken or stopped pool: `result` scans here
                 self.cached = None
@@ -486,12 +488,13 @@ class BackgroundScan:
             if self._use_cache:
                 self._use_cache = False
                 cached, self.cached = self.cached, None
+                got: _Listing | None
                 try:
-                    got = (
-                        cached.result()
-                        if cached is not None
-                        else _cached_states(str(self.root.path))
-                    )
+                    if cached is not None:
+                        packed = cached.result()
+                        got = None if packed is None else marshal.loads(packed)
+                    else:
+                        got = _cached_states(str(self.root.path))
                 except Exception:  # a dead worker, an unreadable catalog: scan as usual
                     got = None
                 return self.root._install(*got) if got is not None else self.root.scan()
@@ -579,6 +582,12 @@ def _cached_states(path: str) -> _Listing | None:
         return catalog.listing_states()
     finally:
         catalog.close()
+
+
+def _cached_states_packed(path: str) -> bytes | None:
+    """`_cached_states`, marshalled (a `BackgroundScan` task)."""
+    got = _cached_states(path)
+    return None if got is None else marshal.dumps(got)
 
 
 def _serial_states(path: str) -> tuple[list[_FoundLog], list[tuple[str, str]]]:

@@ -504,3 +504,27 @@ def test_many_write_batches_store_every_log(
     assert list(small.query("SELECT count(*) FROM logs")) == [(60,)]
     assert seen[0] == (0, 60) and seen[-1] == (60, 60)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_tree_scan_from_the_cache_in_the_pool(fixtures_root: Path) -> None:
+    """As `turnline ROOT` starts it: the pool takes the cached listing, and the app's
+    summaries are the plain scan's, in order."""
+    Catalog(fixtures_root).refresh()
+    code = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from turnline.core.parallel import start_pool
+        from turnline.core.root import SessionRoot
+        assert start_pool() is not None
+        root = SessionRoot(Path({str(fixtures_root)!r}))
+        scan = root.scan_in_background()
+        used = scan.cached is not None
+        got = [(s.path, s.to_state()) for s in scan.result()]
+        plain = SessionRoot(Path({str(fixtures_root)!r}))
+        want = [(s.path, s.to_state()) for s in plain.scan()]
+        print(used, got == want, root.scan_problems == plain.scan_problems, len(got))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[:3] == ["True", "True", "True"], proc.stdout
