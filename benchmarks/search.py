@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -122,8 +123,17 @@ def _tree_shown(root: Path, env: dict[str, str]) -> float | str:
 
 def bench_search(root: Path, rows: list[Any], row: Any, turnline: str, tui: bool = True) -> None:
     """Append the search rows (`row` is the table's Row class)."""
-    word = pick_word(root)
     cache = Path(tempfile.mkdtemp(prefix="turnline-bench-cache-"))
+    try:
+        _bench_search(root, rows, row, turnline, tui, cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _bench_search(
+    root: Path, rows: list[Any], row: Any, turnline: str, tui: bool, cache: Path
+) -> None:
+    word = pick_word(root)
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     cold, cold_cpu, out = _run([turnline, "search", str(root), word, "--json"], env)
     total = orjson.loads(out)["total"] if out else "?"
@@ -148,7 +158,16 @@ def bench_search(root: Path, rows: list[Any], row: Any, turnline: str, tui: bool
 def bench_warm_tree(root: Path, env: dict[str, str], rows: list[Any], row: Any) -> None:
     """The tree on screen from the catalog's summary cache, beside a launch without one
     (an empty cache folder), in turns, median of three each."""
-    empty = {**env, "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="turnline-bench-nocache-")}
+    nocache = tempfile.mkdtemp(prefix="turnline-bench-nocache-")
+    try:
+        _warm_tree(root, env, {**env, "XDG_CACHE_HOME": nocache}, rows, row)
+    finally:
+        shutil.rmtree(nocache, ignore_errors=True)
+
+
+def _warm_tree(
+    root: Path, env: dict[str, str], empty: dict[str, str], rows: list[Any], row: Any
+) -> None:
     warm_runs: list[float] = []
     cold_runs: list[float] = []
     failed: str | None = None
