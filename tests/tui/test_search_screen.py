@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from turnline.core.catalog import catalog_path
 from turnline.tui import TurnlineApp
 from turnline.tui.screens import SearchScreen
+from turnline.tui.screens._search import HINT
 
 from .conftest import make_family, wait_for
 
@@ -74,3 +76,31 @@ def test_search_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await _search(pilot, "tokenizer")
 
     assert snap_compare(TurnlineApp(family.root, tz=UTC), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_opening_search_builds_the_catalog_showing_progress(tmp_path: Path) -> None:
+    """The screen brings the catalog up to date as soon as it opens (the first time:
+    builds it) and says how far it got; then it invites typing, and a query finds."""
+    family = make_family(tmp_path / "root")
+    said: list[str] = []
+
+    class Recording(SearchScreen):
+        def _status(self, text: str) -> None:
+            said.append(text)
+            super()._status(text)
+
+    app = TurnlineApp(family.root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        screen = Recording(family.root)
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(said) and said[-1] == HINT)
+        building = [s for s in said if s.startswith("building the search catalog")]
+        assert building, said
+        assert building[0].startswith("building the search catalog: 0/")
+        assert building[-1].endswith("logs (100%)")
+        assert catalog_path(family.root).exists()
+        for ch in "tokenizer":
+            await pilot.press(ch)
+        await wait_for(pilot, lambda: bool(screen.hits))
+        assert said[-1].split()[1] in ("hit", "hits")
