@@ -597,3 +597,21 @@ async def test_find_says_when_a_field_was_cut_and_matches_only_the_shown_prefix(
         detail.find("more")
         await pilot.pause()
         assert detail.matches == [] and "no match in this turn" in find_status(detail)
+
+
+async def test_a_malformed_price_table_is_named_in_the_header_and_tokens_still_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    (config / "turnline").mkdir(parents=True)
+    (config / "turnline" / "prices.toml").write_text("[p.a]\ninput = 'cheap'\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    path = write_session(
+        tmp_path / "root", SessionHeader(id="badprices", created_at=T0, cwd=CWD), two_model_events()
+    )
+    app = TurnlineApp(tmp_path / "root", tz=UTC)
+    async with app.run_test(size=(200, 50)) as pilot:
+        detail = await open_turn(pilot, app, path, 1)
+        text = heading(detail)
+        assert "prices.toml" in text and "line 2" in text
+        assert f"Σ turn · {bucket_words([310, 45, 7, 3, 2, 2])}" in text.split("\n")
