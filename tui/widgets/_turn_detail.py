@@ -493,6 +493,10 @@ class TurnDetail(VerticalScroll):
         #: Index of the current match in `matches`.
         self.current: int | None = None
         self._bar = Vertical(id="find-bar")
+        #: The shown turn's folded blocks (kept here: querying the DOM for them on
+        #: every binding check would walk hundreds of widgets).
+        self._folds: list[Fold] = []
+        self._bindings_due = False
 
     def compose(self) -> ComposeResult:
         with self._bar:
@@ -515,7 +519,7 @@ class TurnDetail(VerticalScroll):
         if action in ("unfold_all", "fold_all"):
             if self.raw:
                 return False
-            folds = list(self.query(Fold))
+            folds = self._folds
             if not folds:
                 return False
             folded = any(fold.collapsed for fold in folds)
@@ -538,17 +542,28 @@ class TurnDetail(VerticalScroll):
 
     def _set_folds(self, *, collapsed: bool) -> None:
         # The pane keeps its scroll position (see Fold.hold_scroll).
-        for fold in self.query(Fold):
+        for fold in self._folds:
             if fold.collapsed != collapsed:
                 fold.hold_scroll = True
                 fold.collapsed = collapsed
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
 
     def _on_collapsible_collapsed(self) -> None:
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
 
     def _on_collapsible_expanded(self) -> None:
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
+
+    def _refresh_bindings_soon(self) -> None:
+        # Once per refresh, however many blocks (un)folded: each refresh re-checks every
+        # binding, and a turn can hold hundreds of blocks.
+        if not self._bindings_due:
+            self._bindings_due = True
+            self.call_after_refresh(self._refresh_bindings_now)
+
+    def _refresh_bindings_now(self) -> None:
+        self._bindings_due = False
+        self.refresh_bindings()
 
     # -- the log's path ---------------------------------------------------------------
 
@@ -785,6 +800,7 @@ class TurnDetail(VerticalScroll):
 
     def _render_children(self) -> None:
         self._fields = []
+        self._folds = []
         self.matches = []
         self.current = None
         widgets: list[Widget] = []
@@ -892,6 +908,7 @@ class TurnDetail(VerticalScroll):
         first = len(self._fields)
         statics = [self._field(part) for part in parts]
         fold = Fold(*statics, title=title, collapsed=collapsed)  # type: ignore[arg-type]
+        self._folds.append(fold)
         for field in self._fields[first:]:
             field.fold = fold
         return fold
