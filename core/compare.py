@@ -12,6 +12,7 @@ Rows pair each side's k-th turn after the split, by position.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -194,7 +195,8 @@ def side(root: SessionRoot, summary: SessionSummary, diverged: int) -> Side:
     files: dict[str, None] = {}
     for turn in turns:
         if turn.started is not None and turn.ended is not None:
-            wall += max(0, int(turn.ended - turn.started))
+            span = turn.ended - turn.started  # infinite or NaN for a log's `1e400`
+            wall += max(0, int(span)) if math.isfinite(span) else 0
         for block in turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)):
             if isinstance(block, StepUsage):
                 tokens = tokens + block.usage

@@ -819,9 +819,12 @@ class SessionRoot:
                     f"{len(prefixed)} logs claim session id {ids[0]}; name one by its path: "
                     + ", ".join(str(s.path) for s in prefixed),
                 )
+            # Count sessions, not logs: copied logs claim one id several times.
+            logs = f" ({len(prefixed)} logs)" if len(prefixed) > len(ids) else ""
+            more = f", … {len(ids) - 10} more" if len(ids) > 10 else ""
             raise SessionLookupError(
                 "AMBIGUOUS_SESSION",
-                f"{ref!r} matches {len(prefixed)} sessions: " + ", ".join(ids[:10]),
+                f"{ref!r} matches {len(ids)} sessions{logs}: " + ", ".join(ids[:10]) + more,
             )
         raise SessionLookupError("SESSION_NOT_FOUND", f"no session {ref!r} under {self.path}")
 
