@@ -30,6 +30,7 @@ from turnline.core.root import (
     has_session_header,
     is_log_name,
     layout_session_id,
+    no_sessions_message,
 )
 from turnline.core.store import SessionForkError
 from turnline.core.summary import HeaderState, SummaryState, state_json, state_link_key
@@ -423,7 +424,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for folder, why in root.scan_problems:
         _write(sys.stderr, f"turnline: cannot list {one_line(str(folder))}: {one_line(why)}\n")
     if not summaries:
-        _print_lines([f"no sessions under {one_line(str(root.path))}"])
+        _print_lines([no_sessions_message(root.path)])
         return 0
     texts = [_Listed(s.id, s.title, s.created_at, s.last_activity, s.turns) for s in summaries]
     ranked = _ls_order(
@@ -520,7 +521,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     root = _open_root(args.root)
     root.scan()
     lines = render.tree_lines(root.lineage(), root.path)
-    _print_lines(lines or [f"no sessions under {one_line(str(root.path))}"])
+    _print_lines(lines or [no_sessions_message(root.path)])
     return 0
 
 
@@ -771,7 +772,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     writer = live_writer(demo.live_path)
     writer.start()
     try:
-        status = run_app(demo.path, poll=args.poll)
+        status = run_app(demo.path, poll=args.poll, subtitle=f"demo · {demo.path}")
     finally:
         writer.stop()
         if temporary and not args.keep:

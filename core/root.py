@@ -61,6 +61,7 @@ from .summary import (
     summary_state,
     title_between,
 )
+from .textsafe import one_line
 from .timeline import Timeline, TimelineBuilder
 from .writer import (
     TEMP_PREFIX,
@@ -89,6 +90,12 @@ class RootError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def no_sessions_message(path: Path) -> str:
+    """What the CLI and the app say of a root that holds no session log (one sentence,
+    in one place, so both say the same; the path made safe to print)."""
+    return f"no sessions under {one_line(str(path))}"
 
 
 class SessionLookupError(LookupError):
