@@ -622,7 +622,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
     only = root.resolve(ref) if ref is not None else None
     usage = root_usage(root, only)
     if args.json:
-        _print_json(usage.to_json_dict(prices))
+        # Without a price table every cost is null: the document holds no float.
+        _print_json(usage.to_json_dict(prices), floats=prices is not None)
         return 0
     rows: list[tuple[str, UsageTotals]] = []
     if args.by == "session":
