@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -49,7 +50,30 @@ def hit_prompt(hit: Hit) -> Text:
     return head + body
 
 
-class SearchScreen(ModalScreen[Hit | None]):
+@dataclass(frozen=True)
+class SearchChoice:
+    """The hit Enter chose, and the query that found it (the detail pane highlights it).
+
+    Attributes:
+        hit: The chosen hit.
+        query: The QUERY as typed.
+    """
+
+    hit: Hit
+    query: str
+
+    @property
+    def path(self) -> str:
+        """The hit's log."""
+        return self.hit.path
+
+    @property
+    def seq(self) -> int:
+        """Seq of the hit's first matching event."""
+        return self.hit.seq
+
+
+class SearchScreen(ModalScreen[SearchChoice | None]):
     """Find text in every session of the root, credited to the session that said it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -125,12 +149,15 @@ class SearchScreen(ModalScreen[Hit | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if self.hits:
-            self.dismiss(self.hits[0])
+            self._choose(self.hits[0])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         index = event.option_index
         if 0 <= index < len(self.hits):
-            self.dismiss(self.hits[index])
+            self._choose(self.hits[index])
+
+    def _choose(self, hit: Hit) -> None:
+        self.dismiss(SearchChoice(hit, self.query_one("#search-input", Input).value))
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
