@@ -519,7 +519,7 @@ def main() -> None:
         if wide is not None and "search" in only:
             from .search import bench_search
 
-            bench_search(wide.path, rows, Row, TURNLINE)
+            bench_search(wide.path, rows, Row, TURNLINE, tui="tui" in only)
         if "tui" in only:
             bench_tui_big(work, big.path, rows, toolong=not args.no_toolong)
         if "fork" in only:

@@ -2,6 +2,30 @@
 
 from __future__ import annotations
 
-from .main import main
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`turnline.cli.main.main`, imported on the first call: the console script's
+    front door (`cli.fast`) answers a warm search without loading the whole CLI."""
+    from .main import main as run
+
+    return run(argv)
+
+
+class _Package(ModuleType):
+    """This package, whose `main` stays the function (as when this file imported it
+    from `.main` at once): loading the submodule `turnline.cli.main` later would
+    otherwise set the attribute to the module."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "main" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = ["main"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .catalog import FIELDS, Catalog, LogEntry, Progress
+from .catalog import FIELDS, Catalog, Progress
 from .textsafe import one_line
 
 DEFAULT_FIELDS: Final = ("user", "assistant")
@@ -170,23 +170,7 @@ def snippet_of(
     start = max(0, first.start() - width // 3)
     end = min(len(line), start + width)
     start = max(0, min(start, end - width))
-    piece = line[start:end]
-    lead = "…" if start > 0 else ""
-    tail = "…" if end < len(line) else ""
-    shown = lead + piece + tail
-    spans: list[tuple[int, int]] = []
-    for p in patterns:
-        for m in p.finditer(piece):
-            if m.end() > m.start():
-                spans.append((m.start() + len(lead), m.end() + len(lead)))
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((s, e))
-    return shown, tuple(merged)
+    return _window(line, start, end, end < len(line), patterns)
 
 
 def _fts_literal(text: str) -> str:
@@ -204,23 +188,28 @@ def _term_docs(
     marks = ",".join("?" * len(fields))
     needle = term.text
     if len(needle) >= 3:
-        rows = catalog.query(
+        rows = catalog.db.execute(
             "SELECT d.log, d.turn, d.seq, d.field, d.text FROM fts JOIN docs d "
             f"ON d.rowid = fts.rowid WHERE fts MATCH ? AND d.field IN ({marks})",
             (_fts_literal(needle), *fields),
-        )
+        ).fetchall()
     else:  # trigrams cannot match under three characters: a folded substring scan
         catalog.db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)
-        rows = catalog.query(
+        rows = catalog.db.execute(
             "SELECT log, turn, seq, field, text FROM docs "
             f"WHERE field IN ({marks}) AND tl_contains(text, ?)",
             (*fields, needle.casefold()),
-        )
-    pattern = term.pattern()
+        ).fetchall()
+    found = term.pattern().search
     out: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
     for log, turn, seq, field, text in rows:
-        if pattern.search(text):
-            out.setdefault((log, turn), []).append((seq, field, text))
+        if found(text):
+            key = (log, turn)
+            got = out.get(key)
+            if got is None:
+                out[key] = [(seq, field, text)]
+            else:
+                got.append((seq, field, text))
     return out
 
 
@@ -268,23 +257,24 @@ def search(
         if not matched:
             return SearchResult([], 0)
     assert matched is not None
-    entries = catalog.entries()
     children = catalog.children()
-    created = dict(catalog.query("SELECT id, created FROM logs"))
+    logs = _log_rows(catalog, {log for log, _turn in matched}, children)
     patterns = [t.pattern() for t in terms]
+    words = all(not t.phrase for t in terms)
+    longest = max(len(t.text) for t in terms)
     hits: list[Hit] = []
     for (log, turn), found in matched.items():
-        entry = entries.get(log)
+        entry = logs.get(log)
         if entry is None:
             continue
         seq, field, text = min(found)
-        shown, spans = snippet_of(text, patterns)
-        heirs = list(_heirs(log, seq, entries, children))
+        shown, spans = _snippet(text, patterns, words, longest)
+        heirs = list(_heirs(log, seq, logs, children)) if log in children else []
         hits.append(
             Hit(
-                entry.session,
-                entry.path,
-                entry.title,
+                entry[1],
+                entry[0],
+                entry[2],
                 turn,
                 seq,
                 field,
@@ -292,25 +282,25 @@ def search(
                 spans,
                 len(heirs),
                 None,
-                created.get(log) or 0,
+                entry[4] or 0,
             )
         )
         if include_inherited:
             for heir in heirs:
-                e = entries[heir]
+                e = logs[heir]
                 hits.append(
                     Hit(
-                        e.session,
-                        e.path,
-                        e.title,
+                        e[1],
+                        e[0],
+                        e[2],
                         turn,
                         seq,
                         field,
                         shown,
                         spans,
-                        len(list(_heirs(heir, seq, entries, children))),
-                        entry.session,
-                        created.get(heir) or 0,
+                        len(list(_heirs(heir, seq, logs, children))),
+                        entry[1],
+                        e[4] or 0,
                     )
                 )
     if session is not None:
@@ -322,15 +312,93 @@ def search(
     return SearchResult(hits, total)
 
 
+#: `_snippet` first makes a line of this many leading characters of a long text.
+_HEAD: Final = 2048
+
+
+def _snippet(
+    text: str, patterns: Sequence[re.Pattern[str]], words: bool, longest: int
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`snippet_of`, sanitizing only the head of a long text when that is enough.
+
+    `one_line` of a prefix is a prefix of `one_line` of the whole (characters are
+    dropped or runs collapsed one by one; only the trailing strip differs). When the
+    first match lies so far inside that head that the window and every match that
+    could start before it end inside it too (terms without whitespace match exactly
+    their own length), the result is `snippet_of`'s; else the whole text is used.
+    """
+    if len(text) > _HEAD and words:
+        head = one_line(text[:_HEAD])
+        first = -1
+        for p in patterns:
+            m = p.search(head)
+            if m and (first < 0 or m.start() < first):
+                first = m.start()
+        if first >= 0 and first + SNIPPET + longest <= len(head):
+            start = max(0, first - SNIPPET // 3)
+            return _window(head, start, start + SNIPPET, True, patterns)
+    return snippet_of(text, patterns)
+
+
+def _window(
+    line: str, start: int, end: int, more: bool, patterns: Sequence[re.Pattern[str]]
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`line[start:end]` with ellipses (`more`: text follows) and its match spans."""
+    piece = line[start:end]
+    lead = "…" if start > 0 else ""
+    tail = "…" if more else ""
+    shown = lead + piece + tail
+    spans: list[tuple[int, int]] = []
+    for p in patterns:
+        for m in p.finditer(piece):
+            if m.end() > m.start():
+                spans.append((m.start() + len(lead), m.end() + len(lead)))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return shown, tuple(merged)
+
+
+def _log_rows(
+    catalog: Catalog, wanted: set[int], children: dict[int, list[int]]
+) -> dict[int, tuple[Any, ...]]:
+    """(path, session, title, seed, created) by log id, for the `wanted` logs and all
+    their descendants (whose seeds decide the heirs): building a row per log of a big
+    root costs more than a query with few hits."""
+    stack = [log for log in wanted if log in children]
+    ids = set(wanted)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in ids:
+                ids.add(child)
+                stack.append(child)
+    sql = "SELECT id, path, session, title, seed, created FROM logs"
+    if len(ids) > 2000:
+        return {r[0]: r[1:] for r in catalog.db.execute(sql) if r[0] in ids}
+    out: dict[int, tuple[Any, ...]] = {}
+    wanted_ids = sorted(ids)
+    for k in range(0, len(wanted_ids), 500):
+        chunk = wanted_ids[k : k + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in catalog.db.execute(f"{sql} WHERE id IN ({marks})", chunk):
+            out[r[0]] = r[1:]
+    return out
+
+
 def _heirs(
-    log: int, seq: int, entries: dict[int, LogEntry], children: dict[int, list[int]]
+    log: int, seq: int, logs: dict[int, tuple[Any, ...]], children: dict[int, list[int]]
 ) -> Iterable[int]:
-    """Every descendant log whose seed carries the event at `seq` of `log`."""
+    """Every descendant log whose seed carries the event at `seq` of `log`
+    (`logs`: id -> (path, session, title, seed, created))."""
     stack = [log]
     seen = {log}
     while stack:
         for child in children.get(stack.pop(), ()):
-            seed = entries[child].seed if child in entries else None
+            seed = logs[child][3] if child in logs else None
             if child not in seen and seed is not None and seq < seed:
                 seen.add(child)
                 stack.append(child)

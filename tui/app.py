@@ -21,7 +21,8 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
-from turnline.core.content import raw_events_text, turn_blocks
+from turnline.core.content import turn_blocks
+from turnline.core.find import turn_holding
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -56,7 +57,7 @@ from .messages import (
 from .pane_keys import PANE_BINDINGS, PaneActions
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .screens._usage import UsageScreen
-from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
+from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline, turn_content
 from .widgets._session_tree import short_id
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
@@ -489,7 +490,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             blocks = turn_blocks(events)
         if get_current_worker().is_cancelled:
             return
-        content = TurnContent(verdict, blocks, raw_events_text(events))
+        content = turn_content(view, index, verdict, blocks, events, root=self.root)
         if not get_current_worker().is_cancelled:
             self.post_message(TurnDetail.ContentRead(view.path, index, content))
 
@@ -751,7 +752,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
-            target = view.turn_of_seq(seq)
+            # A search hit's seq may lie inside a turn; a parent's boundary ends one.
+            target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
             if target is not None:
                 cursor = target.index
         timeline.loading = False
@@ -885,8 +887,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             problems = ()
         else:
             return
-        content = message.content
-        self.detail.show_turn(content.verdict, content.blocks, problems, raw=content.raw)
+        self.detail.show_content(message.content, problems)
 
     @on(TurnTimeline.DividerChosen)
     @while_shown
@@ -1070,9 +1071,13 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         tree.select_path(path)
         self._start_load(path)
 
-    def open_session(self, path: Path, seq: int | None = None) -> None:
+    def open_session(self, path: Path, seq: int | None = None, find: str | None = None) -> None:
         """Select a session in the tree (clearing a filter that hides it) and open it
-        (at the turn holding `seq`, if given)."""
+        (at the turn holding `seq`, if given), highlighting the search QUERY `find` in
+        the detail pane (which then has the focus, for n / N)."""
+        if find is not None:
+            self.detail.find(find, search=True)
+            self.call_after_refresh(self.detail.focus)  # after a dialog hands focus back
         tree = self.session_tree
         if tree.node_of(path) is None:
             self.action_clear_filter()
@@ -1080,6 +1085,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             self._pending_seq = seq
         tree.select_path(path)
         self._start_load(path)
+        view = self.view
+        if seq is not None and self._wanted is None and view is not None and view.path == path:
+            # Already open: no load will take the seq, so move to its turn now.
+            self._pending_seq = None
+            target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
+            row = self.timeline.row_of_turn(target.index) if target is not None else None
+            if row is not None:
+                self.timeline.move_cursor(row=row)
 
     def action_toggle_raw(self) -> None:
         """Toggle the raw JSON events of the highlighted turn."""
@@ -1101,8 +1114,9 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
 
         def opened(hit: object) -> None:
             path, seq = getattr(hit, "path", None), getattr(hit, "seq", None)
+            query = getattr(hit, "query", None)
             if isinstance(path, str) and isinstance(seq, int):
-                self.open_session(Path(path), seq)
+                self.open_session(Path(path), seq, query if isinstance(query, str) else None)
 
         self.push_screen(SearchScreen(root), opened)
 

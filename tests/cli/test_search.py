@@ -134,3 +134,70 @@ def test_subprocess_corrupt_catalog_no_traceback(root: Path, tmp_path: Path) -> 
     assert {h["session"] for h in json.loads(again.stdout)["hits"]} == {"C", "N"}
     bad = cli(str(root), '"oops')
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+def _console(argv: list[str], env: dict[str, str], front: bool) -> tuple[int, str, str]:
+    """Run the console script's front door (`cli.fast`) or `cli.main` directly."""
+    module = "turnline.cli.fast" if front else "turnline.cli.main"
+    code = (
+        f"import sys; sys.argv = ['turnline', *{argv!r}]; from {module} import console; console()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["zebracorn", "--json"],
+        ["--json", "zebracorn"],
+        ["zebracorn", "--include-inherited", "--json", "--limit", "2"],
+        ["--in", "tool,user", "toolonlyword", "--json"],
+        ["--in=reasoning", "pondering", "--json", "--limit=0"],
+        ["分叉", "--session", "P", "--json"],
+        ["zebra*", "--json"],
+        ['"the zebracorn"', "--json"],
+        ["zebracorn"],  # text output: cli.main answers
+        ['"oops', "--json"],  # a bad query: cli.main says so
+        ["x", "--in", "bogus", "--json"],
+        ["x", "--limit", "-1", "--json"],
+        ["x", "--lim", "3", "--json"],  # an abbreviation: argparse's business
+        ["x", "--no-cache", "--json"],
+        ["x", "--json", "--json"],
+        ["-h"],
+    ],
+)
+def test_front_door_answers_as_the_full_cli(root: Path, tmp_path: Path, argv: list[str]) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["search", str(root), *argv] if argv != ["-h"] else ["search", "-h"]
+    full = _console(args, env, front=False)
+    front = _console(args, env, front=True)
+    assert front == full
+    assert "Traceback" not in full[2]
+
+
+def test_front_door_loads_no_log_reader(root: Path, tmp_path: Path) -> None:
+    """A warm `search --json` does not import the readers, the lineage or `cli.main`."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    past = os.stat(root).st_mtime - 3600  # folders older than a second are trusted
+    for folder, _dirs, _files in os.walk(root):
+        os.utime(folder, (past, past))
+    assert _console(["search", str(root), "zebracorn", "--json"], env, front=True)[0] == 0
+    code = (
+        "import sys, io; sys.argv = ['turnline', 'search', "
+        f"{str(root)!r}, 'zebracorn', '--json']\n"
+        "from turnline.cli import fast\n"
+        "out = sys.stdout; sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+        "status = fast._search(sys.argv[2:])\n"
+        "sys.stdout = out\n"
+        "heavy = [m for m in ('turnline.cli.main', 'turnline.core.logfile', 'turnline.core.root',"
+        " 'turnline.core.lineage', 'turnline.core.summary', 'zstandard', 'argparse')"
+        " if m in sys.modules]\n"
+        "print(status, heavy)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.stdout.strip() == "0 []", proc.stderr

@@ -232,3 +232,299 @@ def test_fixtures_index_and_turns_match_the_timeline(fixtures_root: Path) -> Non
             assert t is not None and t.number == number, (summary.path, seq)
             checked += 1
     assert checked > 100
+
+
+# -- freshness without a walk, the bulk path, the summary cache ------------------------
+
+
+def _age(root: Path, seconds: float = 3600) -> None:
+    """Set every folder's mtime back: the catalog trusts only folders older than a
+    second (a newer one could still change within the same clock tick)."""
+    past = os.stat(root).st_mtime - seconds
+    for folder, _dirs, _files in os.walk(root):
+        os.utime(folder, (past, past))
+
+
+def test_a_current_catalog_is_checked_without_a_walk(root: Path) -> None:
+    _age(root)
+    catalog = Catalog(root)
+    catalog.refresh()
+    jobs, gone, walked = catalog.changes()
+    assert (jobs, gone, walked) == ([], [], None)  # no walk: the folders did not change
+    p = root / "p" / "session.jsonl"
+    with p.open("ab") as fh:
+        for r in turn(17, 4, "an appended numbat", "yes"):
+            fh.write(orjson.dumps(r) + b"\n")
+    jobs, gone, walked = catalog.changes()
+    assert [j[0] for j in jobs] == [str(p)] and gone == [] and walked is None
+    assert [(h.session, h.turn) for h in search(catalog, "numbat").hits] == [("P", 4)]
+    catalog.close()
+
+
+@pytest.mark.parametrize("where", ["new folder", "existing folder", "nested folder"])
+def test_a_new_log_is_found_wherever_it_appears(root: Path, where: str) -> None:
+    _age(root)
+    catalog = Catalog(root)
+    catalog.refresh()
+    _age(root)  # the walk above recorded them; still old
+    folder = {
+        "new folder": root / "n",
+        "existing folder": root / "p",  # a second log beside p's own
+        "nested folder": root / "p" / "sub",
+    }[where]
+    write(
+        folder / "extra.jsonl",
+        SessionHeader("N", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a planted wallaby", "ok"),
+    )
+    assert [(h.session, h.turn) for h in search(catalog, "wallaby").hits] == [("N", 1)]
+    (folder / "extra.jsonl").unlink()
+    assert search(catalog, "wallaby").hits == []
+    catalog.close()
+
+
+def test_a_log_whose_header_decides_is_rechecked(root: Path) -> None:
+    """A `*.jsonl` not named like a session counts only if its first record is a
+    session header: rewriting it in place (no folder change) is still seen."""
+    _age(root)
+    other = root / "p" / "notes.jsonl"
+    other.write_bytes(b'{"type":"note"}\n')
+    _age(root)
+    catalog = Catalog(root)
+    catalog.refresh()
+    assert search(catalog, "kookaburra").hits == []
+    write(
+        other,
+        SessionHeader("K", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a kookaburra laughs", "ok"),
+    )
+    _age(root)
+    assert [(h.session, h.turn) for h in search(catalog, "kookaburra").hits] == [("K", 1)]
+    catalog.close()
+
+
+def test_a_recent_folder_is_walked_again(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()  # the folders were just made: their mtimes are not trusted yet
+    assert catalog.changes()[2] is not None
+    catalog.close()
+
+
+def _answers(catalog: Catalog, queries: list[str]) -> list[object]:
+    out: list[object] = []
+    for q in queries:
+        for fields in (("user", "assistant"), ("reasoning", "tool")):
+            for inherited in (False, True):
+                result = search(catalog, q, fields=fields, include_inherited=inherited)
+                out.append([(h.to_json_dict(), h.marks, h.title) for h in result.hits])
+    return out
+
+
+FIXTURE_QUERIES = ["fork", "the", "分叉", "error", "te", '"to the"', "sess*", "import os"]
+
+
+def test_fixtures_same_answers_with_and_without_the_cache(
+    fixtures_root: Path, tmp_path: Path
+) -> None:
+    cold = Catalog(fixtures_root)  # the shared catalog, built here
+    first = _answers(cold, FIXTURE_QUERIES)
+    assert sum(len(a) for a in first if isinstance(a, list)) > 50  # the queries do hit
+    cold.close()
+    warm = Catalog(fixtures_root)  # a new process would open it so
+    assert warm.changes() == ([], [], None)  # current: no walk, nothing to index
+    assert _answers(warm, FIXTURE_QUERIES) == first
+    warm.close()
+    memory = Catalog(fixtures_root, ":memory:")  # --no-cache
+    assert _answers(memory, FIXTURE_QUERIES) == first
+    memory.close()
+
+
+def test_generated_root_same_answers_and_summaries(tmp_path: Path) -> None:
+    from turnline.core.root import SessionRoot, _cached_states
+
+    from benchmarks.generate import write_wide_root
+
+    root = write_wide_root(tmp_path / "wide", sessions=300).path
+    _age(root)
+    queries = ["assert", "session", "fork error", '"the branch"', "upd*"]
+    built = Catalog(root)
+    first = _answers(built, queries)
+    assert sum(len(a) for a in first if isinstance(a, list)) > 100
+    built.close()
+    assert _answers(Catalog(root, ":memory:"), queries) == first
+    again = Catalog(root)
+    assert _answers(again, queries) == first
+    again.close()
+
+    def scanned() -> list[tuple[str, object]]:
+        return [(str(s.path), s.to_state()) for s in SessionRoot(root).scan()]
+
+    cached = _cached_states(str(root))
+    assert cached is not None
+    assert [(p, state) for p, _sid, state in cached[0]] == scanned()
+    # Changes the catalog has not seen: an append, a new log, a removed log.
+    logs = sorted(root.rglob("session.jsonl"))
+    with logs[0].open("ab") as fh:
+        for r in turn(900, 90, "a late cassowary", "yes"):
+            fh.write(orjson.dumps(r) + b"\n")
+    logs[1].unlink()
+    write(
+        logs[2].parent.parent / "new-session" / "session.jsonl",
+        SessionHeader("NEW", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a new cassowary", "ok"),
+    )
+    cached = _cached_states(str(root))
+    assert cached is not None
+    assert [(p, state) for p, _sid, state in cached[0]] == scanned()
+
+
+def test_fixtures_summary_cache_is_the_scan(fixtures_root: Path) -> None:
+    from turnline.core.root import BackgroundScan, SessionRoot, _cached_states
+
+    Catalog(fixtures_root).refresh()
+    plain = SessionRoot(fixtures_root)
+    expected = [(s.path, s.to_state()) for s in plain.scan()]
+    cached = _cached_states(str(fixtures_root))
+    assert cached is not None
+    assert [(Path(p), state) for p, _sid, state in cached[0]] == expected
+    root = SessionRoot(fixtures_root)
+    scan = BackgroundScan(root)  # no pool here: taken in this thread
+    assert [(s.path, s.to_state()) for s in scan.result()] == expected
+    assert root.scan_problems == plain.scan_problems
+
+
+def test_no_catalog_is_built_by_the_tree(root: Path) -> None:
+    from turnline.core.root import BackgroundScan, SessionRoot
+
+    summaries = BackgroundScan(SessionRoot(root)).result()
+    assert len(summaries) == 3
+    assert not catalog_path(root).exists()
+
+
+def test_bulk_index_in_the_pool_equals_the_serial_one(tmp_path: Path) -> None:
+    """`refresh` in a fresh process reads the logs in the process pool; the rows are
+    the ones a serial, in-memory catalog makes."""
+    from benchmarks.generate import write_wide_root
+
+    root = write_wide_root(tmp_path / "wide", sessions=400).path
+    code = textwrap.dedent(
+        f"""
+        from turnline.core import parallel
+        from turnline.core.catalog import Catalog
+        c = Catalog({str(root)!r})
+        c.refresh()
+        print(parallel.process_pool() is not None)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"]  # the pool did read them
+    shared = Catalog(root)
+    serial = Catalog(root, ":memory:")
+    serial.refresh()
+
+    def rows(c: Catalog) -> list[tuple[object, ...]]:
+        return sorted(
+            c.query(
+                "SELECT logs.path, turn, seq, field, text FROM docs JOIN logs ON logs.id=docs.log"
+            )
+        )
+
+    def logs(c: Catalog) -> list[tuple[object, ...]]:
+        return sorted(c.query("SELECT path, layout, summary, listed, resume_seq FROM logs"))
+
+    assert rows(shared) == rows(serial) and len(rows(serial)) > 1000
+    assert logs(shared) == logs(serial)
+    assert list(shared.query("SELECT count(*) FROM fts WHERE fts MATCH 'assert'")) == list(
+        serial.query("SELECT count(*) FROM fts WHERE fts MATCH 'assert'")
+    )
+    shared.close()
+    serial.close()
+
+
+def test_lean_read_indexes_exactly_as_the_log_reader(fixtures_root: Path, tmp_path: Path) -> None:
+    """Indexing reads a plain raw log without expanding its chunk rows; every fixture
+    and every log of a generated root gives the same documents, summary and resume
+    point as through `LogReader`."""
+    from turnline.core.catalog import _extract, _lean_read
+    from turnline.core.root import discover
+
+    from benchmarks.generate import write_wide_root
+
+    wide = write_wide_root(tmp_path / "wide", sessions=150).path
+    lean = 0
+    checked = 0
+    for where in (fixtures_root, wide):
+        for path, sid in discover(where):
+            job = (str(path), sid, None)
+            assert _extract(job) == _extract(job, lean_read=False), path
+            lean += _lean_read(str(path)) is not None
+            checked += 1
+    assert checked > 290
+    assert lean > 200  # the lean path is the common one
+    assert lean < checked  # and some fixtures are odd enough for LogReader
+
+
+def test_parent_links_follow_index_alone_and_an_interrupted_build(root: Path) -> None:
+    """Lineage credit survives logs catalogued without a `refresh` (the app's watcher
+    calls `index`) and a build killed before it linked the logs."""
+    catalog = Catalog(root)
+    jobs, _gone, _walked = catalog.changes()
+    catalog.index_many(jobs)  # as if killed here: nothing linked yet
+    catalog.close()
+    assert [(h.session, h.inherited_by) for h in search(Catalog(root), "zebracorn").hits] == [
+        ("P", 2)
+    ]
+    fresh = Catalog(root, ":memory:")
+    for log in ("p", "c", "g"):
+        fresh.index(root / log / "session.jsonl")
+    assert [(h.session, h.inherited_by) for h in search(fresh, "zebracorn").hits] == [("P", 2)]
+    fresh.close()
+
+
+def test_many_write_batches_store_every_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexing in many small read and write batches stores every log once, with
+    progress counting up to the total."""
+    from turnline.core import catalog as module
+
+    from benchmarks.generate import write_wide_root
+
+    root = write_wide_root(tmp_path / "wide", sessions=60).path
+    whole = Catalog(root, ":memory:")
+    whole.refresh()
+    monkeypatch.setattr(module, "BATCH", 2)
+    monkeypatch.setattr(module, "WRITE_BATCH", 7)
+    small = Catalog(root, ":memory:")
+    seen: list[tuple[int, int]] = []
+    small.refresh(lambda done, total: seen.append((done, total)))
+    query = "SELECT logs.path, turn, seq, field, text FROM docs JOIN logs ON logs.id=docs.log"
+    assert sorted(small.query(query)) == sorted(whole.query(query))
+    assert list(small.query("SELECT count(*) FROM logs")) == [(60,)]
+    assert seen[0] == (0, 60) and seen[-1] == (60, 60)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_tree_scan_from_the_cache_in_the_pool(fixtures_root: Path) -> None:
+    """As `turnline ROOT` starts it: the pool takes the cached listing, and the app's
+    summaries are the plain scan's, in order."""
+    Catalog(fixtures_root).refresh()
+    code = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from turnline.core.parallel import start_pool
+        from turnline.core.root import SessionRoot
+        assert start_pool() is not None
+        root = SessionRoot(Path({str(fixtures_root)!r}))
+        scan = root.scan_in_background()
+        used = scan.cached is not None
+        got = [(s.path, s.to_state()) for s in scan.result()]
+        plain = SessionRoot(Path({str(fixtures_root)!r}))
+        want = [(s.path, s.to_state()) for s in plain.scan()]
+        print(used, got == want, root.scan_problems == plain.scan_problems, len(got))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[:3] == ["True", "True", "True"], proc.stdout

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from turnline.core.catalog import Catalog
 from turnline.core.search import QueryError, parse_fields, parse_query, search, snippet_of
 
@@ -110,3 +112,24 @@ def test_snippet_is_one_safe_line_with_marks() -> None:
     assert len(marks) == 1
     assert shown[marks[0][0] : marks[0][1]] == "zebra"
     assert shown.endswith("…")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab \n\x1b\u202e\u3000cé", min_size=0, max_size=40),
+    st.integers(0, 5000),
+    st.sampled_from(["ab", "ba", "cé", "a", "abc"]),
+    st.booleans(),
+)
+def test_a_long_texts_snippet_is_the_whole_texts(
+    piece: str, pad: int, word: str, prefix: bool
+) -> None:
+    """`_snippet` sanitizes only the head of a long text when that gives the same line."""
+    from turnline.core.search import SNIPPET, _snippet
+
+    text = "x " * (pad // 2) + piece + " y" * 600 + piece
+    terms = parse_query(word + ("*" if prefix else ""))
+    patterns = [t.pattern() for t in terms]
+    got = _snippet(text, patterns, True, len(word))
+    assert got == snippet_of(text, patterns)
+    assert len(got[0]) <= SNIPPET + 2

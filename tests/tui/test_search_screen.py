@@ -1,4 +1,5 @@
-"""The search screen: results as you type, Enter opens the hit's turn, a snapshot."""
+"""The search screen: results as you type, Enter opens the hit's turn with the match
+highlighted in the detail pane (n / N move), snapshots."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.pilot import Pilot
+from textual.widgets import Static
+from turnline.core.catalog import catalog_path
+from turnline.core.model import SessionHeader
 from turnline.tui import TurnlineApp
 from turnline.tui.screens import SearchScreen
+from turnline.tui.screens._search import HINT
+from turnline.tui.widgets._turn_detail import CURRENT_STYLE, MATCH_STYLE
 
-from .conftest import make_family, wait_for
+from .conftest import CWD, T0, make_family, turn, wait_for, write_session
 
 SIZE = (120, 36)
 
@@ -74,3 +81,113 @@ def test_search_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await _search(pilot, "tokenizer")
 
     assert snap_compare(TurnlineApp(family.root, tz=UTC), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_opening_search_builds_the_catalog_showing_progress(tmp_path: Path) -> None:
+    """The screen brings the catalog up to date as soon as it opens (the first time:
+    builds it) and says how far it got; then it invites typing, and a query finds."""
+    family = make_family(tmp_path / "root")
+    said: list[str] = []
+
+    class Recording(SearchScreen):
+        def _status(self, text: str) -> None:
+            said.append(text)
+            super()._status(text)
+
+    app = TurnlineApp(family.root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        screen = Recording(family.root)
+        app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(said) and said[-1] == HINT)
+        building = [s for s in said if s.startswith("building the search catalog")]
+        assert building, said
+        assert building[0].startswith("building the search catalog: 0/")
+        assert building[-1].endswith("logs (100%)")
+        assert catalog_path(family.root).exists()
+        for ch in "tokenizer":
+            await pilot.press(ch)
+        await wait_for(pilot, lambda: bool(screen.hits))
+        assert said[-1].split()[1] in ("hit", "hits")
+
+
+def chinese_root(root: Path) -> Path:
+    """A session whose middle turn says 分叉 five times (user text and assistant text)."""
+    events = turn(0, 1, "先看看代码", "好的")
+    events += turn(len(events), 2, "这里分叉吧。分叉之后再分叉", "已经分叉。fork 完成，分叉成功")
+    events += turn(len(events), 3, "继续", "完成")
+    write_session(root, SessionHeader(id="ffff6666-zh", created_at=T0, cwd=CWD), events)
+    return root
+
+
+def styled(static: Static) -> list[tuple[str, str]]:
+    content = static.content
+    assert isinstance(content, Text)
+    return [
+        (content.plain[span.start : span.end], str(span.style))
+        for span in content.spans
+        if str(span.style) in (MATCH_STYLE, CURRENT_STYLE)
+    ]
+
+
+async def _open_hit(pilot: Pilot[Any], query: str) -> TurnlineApp:
+    app = pilot.app
+    assert isinstance(app, TurnlineApp)
+    await _search(pilot, query)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+    detail = app.detail
+    await wait_for(pilot, lambda: bool(detail.matches))
+    await pilot.pause(0.2)
+    return app
+
+
+async def test_enter_opens_the_hits_turn_with_the_matches_highlighted_and_n_moves(
+    tmp_path: Path,
+) -> None:
+    root = chinese_root(tmp_path / "root")
+    app = TurnlineApp(root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await _open_hit(pilot, "分叉")
+        detail = app.detail
+        # The hit's turn (turn 2 of 3), not the first or last row.
+        assert app.timeline.current_turn_index == 1
+        assert detail._verdict is not None and detail._verdict.turn.number == 2
+        assert len(detail.matches) == 5
+        status = str(detail.query_one("#find-status", Static).content)
+        assert "match 1/5" in status
+        assert detail.has_focus  # n / N work at once
+        user = detail._fields[detail.matches[0].field].static
+        assert styled(user) == [
+            ("分叉", CURRENT_STYLE),
+            ("分叉", MATCH_STYLE),
+            ("分叉", MATCH_STYLE),
+        ]
+        await pilot.press("n")
+        assert "match 2/5" in str(detail.query_one("#find-status", Static).content)
+        assert styled(user) == [
+            ("分叉", MATCH_STYLE),
+            ("分叉", CURRENT_STYLE),
+            ("分叉", MATCH_STYLE),
+        ]
+        await pilot.press("n", "n")
+        assistant = detail._fields[detail.matches[3].field].static
+        assert assistant is not user
+        assert styled(assistant)[0] == ("分叉", CURRENT_STYLE)
+        assert all(style == MATCH_STYLE for _, style in styled(user))
+        await pilot.press("N")
+        assert "match 3/5" in str(detail.query_one("#find-status", Static).content)
+        # The log text is literal: the highlight is styles on the same characters.
+        assert isinstance(user.content, Text)
+        assert user.content.plain == "这里分叉吧。分叉之后再分叉"
+
+
+def test_a_highlighted_match_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    root = chinese_root(tmp_path / "root")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _open_hit(pilot, "分叉")
+        await pilot.press("n")
+        await pilot.pause(0.2)
+
+    assert snap_compare(TurnlineApp(root, tz=UTC), terminal_size=SIZE, run_before=run_before)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,14 +17,17 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 from turnline.core.catalog import Catalog, CatalogError
-from turnline.core.search import Hit, QueryError, search
+from turnline.core.search import Hit, QueryError, parse_query, search
 from turnline.core.textsafe import one_line
 
 #: Seconds of no typing before a query runs.
 DEBOUNCE = 0.25
 LIMIT = 200
+HINT = "type to search user and assistant text"
+#: Held while a search brings the catalog up to date (see `SearchScreen._run`).
+_REFRESHING = threading.Lock()
 
 
 def hit_prompt(hit: Hit) -> Text:
@@ -44,7 +50,30 @@ def hit_prompt(hit: Hit) -> Text:
     return head + body
 
 
-class SearchScreen(ModalScreen[Hit | None]):
+@dataclass(frozen=True)
+class SearchChoice:
+    """The hit Enter chose, and the query that found it (the detail pane highlights it).
+
+    Attributes:
+        hit: The chosen hit.
+        query: The QUERY as typed.
+    """
+
+    hit: Hit
+    query: str
+
+    @property
+    def path(self) -> str:
+        """The hit's log."""
+        return self.hit.path
+
+    @property
+    def seq(self) -> int:
+        """Seq of the hit's first matching event."""
+        return self.hit.seq
+
+
+class SearchScreen(ModalScreen[SearchChoice | None]):
     """Find text in every session of the root, credited to the session that said it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -70,12 +99,47 @@ class SearchScreen(ModalScreen[Hit | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Input(placeholder='search: words, "a phrase", prefix*', id="search-input")
-            yield Static(Text("type to search user and assistant text"), id="search-status")
+            yield Static(Text(HINT), id="search-status")
             yield OptionList(id="search-results")
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "Search"
         self.query_one(Input).focus()
+        self._prepare()
+
+    @work(thread=True, exclusive=True, group="catalog")
+    def _prepare(self) -> None:
+        """Bring the catalog up to date as soon as the screen opens, while the user
+        types (the first search of a root builds it, showing how far it got)."""
+        worker = get_current_worker()
+        try:
+            catalog = Catalog(self.root, self.catalog_path)
+        except CatalogError as exc:
+            self.app.call_from_thread(self._status, str(exc))
+            return
+        try:
+            with _REFRESHING:
+                if not worker.is_cancelled:
+                    catalog.refresh(self._progress_for(worker))
+        finally:
+            catalog.close()
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._ready)
+
+    def _ready(self) -> None:
+        if not self.query_one(Input).value.strip():
+            self._status(HINT)
+
+    def _progress_for(self, worker: Worker[None]) -> Callable[[int, int], None]:
+        def progress(done: int, total: int) -> None:
+            if not worker.is_cancelled and total:
+                self.app.call_from_thread(
+                    self._status,
+                    f"building the search catalog: {done:,}/{total:,} logs "
+                    f"({100 * done // total}%)",
+                )
+
+        return progress
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if self._timer is not None:
@@ -85,12 +149,15 @@ class SearchScreen(ModalScreen[Hit | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if self.hits:
-            self.dismiss(self.hits[0])
+            self._choose(self.hits[0])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         index = event.option_index
         if 0 <= index < len(self.hits):
-            self.dismiss(self.hits[index])
+            self._choose(self.hits[index])
+
+    def _choose(self, hit: Hit) -> None:
+        self.dismiss(SearchChoice(hit, self.query_one("#search-input", Input).value))
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -117,18 +184,22 @@ class SearchScreen(ModalScreen[Hit | None]):
             self.app.call_from_thread(self._show, query, [], 0)
             return
         worker = get_current_worker()
-
-        def progress(done: int, total: int) -> None:
-            if not worker.is_cancelled:
-                self.app.call_from_thread(self._status, f"indexing logs: {done}/{total}")
-
+        progress = self._progress_for(worker)
         try:
+            parse_query(query)  # a malformed query is said at once, before any indexing
             catalog = Catalog(self.root, self.catalog_path)
-        except CatalogError as exc:
+        except (CatalogError, QueryError) as exc:
             self.app.call_from_thread(self._status, str(exc))
             return
         try:
-            result = search(catalog, query, limit=LIMIT, progress=progress)
+            # One refresh at a time: a query typed while the first one still builds
+            # the catalog waits for it (then finds it current) instead of indexing
+            # every log a second time.
+            with _REFRESHING:
+                if worker.is_cancelled:
+                    return
+                catalog.refresh(progress)
+            result = search(catalog, query, limit=LIMIT, refresh=False)
         except QueryError as exc:
             self.app.call_from_thread(self._status, str(exc))
             return

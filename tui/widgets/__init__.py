@@ -2,7 +2,7 @@
 
 from ._session_tree import SessionTree, TreeEntry, session_label
 from ._timeline import Divider, TurnTimeline
-from ._turn_detail import TurnContent, TurnDetail
+from ._turn_detail import TurnContent, TurnDetail, turn_content
 
 __all__ = [
     "Divider",
@@ -12,4 +12,5 @@ __all__ = [
     "TurnDetail",
     "TurnTimeline",
     "session_label",
+    "turn_content",
 ]

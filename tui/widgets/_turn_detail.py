@@ -19,13 +19,17 @@ from typing import Any, ClassVar, Final
 from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Collapsible, Static
+from textual.widgets import Collapsible, Input, Static
 from turnline.core.content import (
+    FIELD_LIMIT,
     AssistantText,
     Block,
     Bounded,
@@ -37,10 +41,18 @@ from turnline.core.content import (
     TurnError,
     UserText,
     bounded,
+    raw_events_text,
     size_words,
 )
-from turnline.core.model import LogProblem
-from turnline.core.view import TurnView
+from turnline.core.find import Finder
+from turnline.core.model import LogProblem, SessionEvent
+from turnline.core.preview import HeadPreview
+from turnline.core.prices import PriceTable, load_prices
+from turnline.core.root import SessionRoot
+from turnline.core.turn_usage import turn_usage, view_turn_usage
+from turnline.core.usage import UsageTotals, format_cost
+from turnline.core.view import SessionView, TurnView
+from turnline.core.xdg import ConfigError
 
 from .._text import head, line, literal, one_line
 from ._timeline import format_datetime
@@ -53,6 +65,9 @@ FOLD_CHARS: Final = 400
 SYNTAX_CHARS: Final = 16 * 1024
 #: What the "… N more" note offers for the rest of a field.
 SEE_ALL: Final = "v: raw events, o: open in pager"
+#: Every match of a find, and the current one (Rich styles on `Text`, never markup).
+MATCH_STYLE: Final = "black on yellow"
+CURRENT_STYLE: Final = "bold black on dark_orange"
 
 
 def plural(count: int, noun: str) -> str:
@@ -68,20 +83,99 @@ class TurnContent:
         verdict: The turn with the fork rule's verdict on its `turn/end`.
         blocks: The turn's content blocks (`core.content.turn_blocks`).
         raw: The turn's events as bounded JSON text (`core.content.raw_events_text`).
+        path: The log the turn was read from.
+        usage: The turn's usage by dsh's fold (`core.turn_usage`), None if not read.
+        prices: The user's price table, if one is configured.
+        prices_error: Why the price table could not be used, if it could not.
+        root: The root folder the app was opened on (None: a single log); the header
+            shows `path` relative to it.
     """
 
     verdict: TurnView
     blocks: Sequence[Block]
     raw: str
+    path: Path | None = None
+    usage: UsageTotals | None = None
+    prices: PriceTable | None = None
+    prices_error: str | None = None
+    root: Path | None = None
+
+    @property
+    def shown_path(self) -> str | None:
+        """The log's path as the header shows it: relative to the root folder if it
+        lies under it, else whole."""
+        if self.path is None:
+            return None
+        if self.root is not None:
+            try:
+                return str(self.path.relative_to(self.root))
+            except ValueError:
+                pass
+        return str(self.path)
 
 
-def bounded_text(text: str, style: str = "") -> Text:
+@dataclass(frozen=True)
+class Part:
+    """One piece of the pane and what a find may match in it.
+
+    Attributes:
+        renderable: What the pane draws (`Text`, `Syntax`).
+        shown: How many leading characters are log text (a find matches there, never
+            in the "… N more" note after them).
+        cut: The field is longer than what is shown (matches may lie beyond it).
+    """
+
+    renderable: RenderableType
+    shown: int = 0
+    cut: bool = False
+
+
+def bounded_part(text: str, style: str = "") -> Part:
     """Multi-line log text as literal `Text`, at most `FIELD_LIMIT` characters of it,
     then a dim note of how much was left off and how to see it all."""
     part = bounded(text)
     out = literal(part.text, style=style)
+    shown = len(out)
     _append_more(out, part)
+    return Part(out, shown, part.cut)
+
+
+def turn_content(
+    view: SessionView | HeadPreview,
+    index: int,
+    verdict: TurnView,
+    blocks: Sequence[Block],
+    events: Sequence[SessionEvent],
+    *,
+    root: SessionRoot | None = None,
+) -> TurnContent:
+    """What the pane shows for one turn, read in a worker: the raw text, the turn's
+    usage by dsh's fold and the user's price table (if any). The log's path is shown
+    relative to `root`'s folder when the app was opened on one."""
+    if isinstance(view, SessionView):
+        usage = view_turn_usage(view, index, events)
+    else:
+        usage = turn_usage(events)  # a big log's head: no earlier turns to look back on
+    prices, error = None, None
+    try:
+        prices = load_prices()
+    except ConfigError as exc:
+        error = exc.message
+    folder = root.path if root is not None and root.single is None else None
+    return TurnContent(
+        verdict, blocks, raw_events_text(events), view.path, usage, prices, error, folder
+    )
+
+
+def bounded_text(text: str, style: str = "") -> Text:
+    """`bounded_part`'s `Text`."""
+    out = bounded_part(text, style).renderable
+    assert isinstance(out, Text)
     return out
+
+
+def _label(text: str, style: str = "bold dim") -> Part:
+    return Part(Text(text, style=style, end=""))
 
 
 def _append_more(out: Text, part: Bounded) -> None:
@@ -135,15 +229,70 @@ def usage_line(usage: StepUsage) -> Text:
     return Text("Σ " + " · ".join(parts), style="dim", end="")
 
 
-def _code(text: str, lexer: str) -> RenderableType:
+def middle_cut(text: str, limit: int) -> str:
+    """One line of `text`, cut in the middle (`…`) to `limit` characters, so both the
+    start and the last part of a path stay readable."""
+    text = one_line(text)
+    if len(text) <= limit:
+        return text
+    if limit < 3:
+        return text[:limit]
+    tail = (limit - 1) // 2 + (limit - 1) % 2
+    return text[: limit - 1 - tail] + "…" + text[-tail:]
+
+
+def _buckets(row: Sequence[int]) -> str:
+    text = f"{row[0]:,} in · {row[1]:,} out"
+    if row[4]:
+        text += f" ({row[4]:,} reasoning)"
+    if row[2] or row[3]:
+        text += f" · cache {row[2]:,} read · {row[3]:,} write"
+    return text + f" · {plural(row[5], 'call')}"
+
+
+def _cost(usage: UsageTotals, prices: PriceTable | None, model: str | None = None) -> str:
+    if prices is None:
+        return ""
+    cost = usage.cost(prices, model)
+    return f" · cost {format_cost(cost)}" if cost is not None else " · unpriced"
+
+
+def turn_usage_lines(usage: UsageTotals, prices: PriceTable | None) -> Text:
+    """The turn's tokens by bucket and by model (with cost when a price table is
+    configured), as dim lines: one when a single model answered, else a total line and
+    one per model. Reasoning is part of output: shown inside it, never added to a sum."""
+    text = Text(end="", style="dim")
+    by_model = usage.by_model()
+    if not by_model:
+        text.append("Σ turn: no usage recorded")
+        return text
+    if len(by_model) == 1:
+        ((model, row),) = by_model.items()
+        text.append("Σ turn · ")
+        text.append_text(line(model, limit=60))
+        text.append(f" · {_buckets(row)}{_cost(usage, prices)}")
+        return text
+    text.append(f"Σ turn · {_buckets(usage.buckets())}{_cost(usage, prices)}")
+    for model, row in sorted(by_model.items()):
+        text.append("\n  ")
+        text.append_text(line(model, limit=60))
+        text.append(f" · {_buckets(row)}{_cost(usage, prices, model)}")
+    return text
+
+
+def _syntax(code: str, lexer: Any) -> Syntax:
+    return Syntax(code, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
+
+
+def _code(text: str, lexer: str) -> Part:
     """Code with real newlines: highlighted when small, literal when large or cut."""
     part = bounded(text)
     safe = literal(part.text).plain
     if len(safe) > SYNTAX_CHARS or part.cut:
         out = Text(safe, end="")
         _append_more(out, part)
-        return out
-    return Syntax(safe, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
+        return Part(out, len(safe), part.cut)
+    return Part(_syntax(safe, lexer), len(safe))
 
 
 def edit_diff(edit: FileEdit) -> str:
@@ -178,27 +327,82 @@ def tool_title(call: ToolCall) -> Content:
     )
 
 
-def tool_body(call: ToolCall) -> list[RenderableType]:
+def tool_body(call: ToolCall) -> list[Part]:
     """A tool call's arguments (a command as code, an edit as a diff) and its result,
     as the pieces the fold stacks."""
-    parts: list[RenderableType] = []
+    parts: list[Part] = []
     command = call.shell_command
     edit = call.file_edit if command is None else None
     if command is not None:
-        parts.append(Text("command", style="bold dim", end=""))
+        parts.append(_label("command"))
         parts.append(_code(command, "bash"))
     elif edit is not None:
-        parts.append(line(f"edit {edit.path or ''}", style="bold dim", limit=200))
+        parts.append(Part(line(f"edit {edit.path or ''}", style="bold dim", limit=200)))
         parts.append(_code(edit_diff(edit), "diff"))
     else:
-        parts.append(Text("arguments", style="bold dim", end=""))
-        parts.append(bounded_text(call.arguments_text))
+        parts.append(_label("arguments"))
+        parts.append(bounded_part(call.arguments_text))
     result = call.result
     if result is not None:
         style = "red" if result.is_error else ""
-        parts.append(Text("result", style="bold red" if result.is_error else "bold dim", end=""))
-        parts.append(bounded_text(result.text, style=style))
+        parts.append(_label("result", "bold red" if result.is_error else "bold dim"))
+        parts.append(bounded_part(result.text, style=style))
     return parts
+
+
+def highlighted(part: Part, spans: Sequence[tuple[int, int]], current: int | None) -> Any:
+    """`part` with every span styled as a match, span `current` as the current one.
+
+    `Text` gets styled spans (its characters stay literal); `Syntax` gets the same
+    styles as ranges on a fresh copy, over its highlighting."""
+    base = part.renderable
+    if isinstance(base, Syntax):
+        out = _syntax(base.code, base.lexer)
+        code = base.code
+        for i, (start, end) in enumerate(spans):
+            style = CURRENT_STYLE if i == current else MATCH_STYLE
+            out.stylize_range(style, _line_col(code, start), _line_col(code, end))
+        return out
+    assert isinstance(base, Text)
+    text = base.copy()
+    for i, (start, end) in enumerate(spans):
+        text.stylize(CURRENT_STYLE if i == current else MATCH_STYLE, start, end)
+    return text
+
+
+def _line_col(code: str, offset: int) -> tuple[int, int]:
+    """A character offset as Syntax's (1-based line, 0-based column)."""
+    line_start = code.rfind("\n", 0, offset) + 1
+    return code.count("\n", 0, offset) + 1, offset - line_start
+
+
+def part_plain(part: Part) -> str:
+    """The log text of a part a find matches in (its shown prefix)."""
+    base = part.renderable
+    if isinstance(base, Syntax):
+        return base.code[: part.shown]
+    if isinstance(base, Text):
+        return base.plain[: part.shown]
+    return ""
+
+
+@dataclass
+class _Field:
+    """A part on screen that a find searches: its Static, and its fold if folded."""
+
+    static: Static
+    part: Part
+    plain: str
+    fold: Fold | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    """One match: the field it is in and its character span there."""
+
+    field: int
+    start: int
+    end: int
 
 
 class Fold(Collapsible):
@@ -224,11 +428,21 @@ class Fold(Collapsible):
 
 
 class TurnDetail(VerticalScroll):
-    """What happened in the highlighted turn; the log's problems above it."""
+    """What happened in the highlighted turn; the log's problems above it.
+
+    A find (Ctrl+F here, or Enter on a search hit) highlights its matches in the shown
+    text of the turn and keeps doing so as other turns are shown, until Escape; n / N
+    move between the matches, unfolding the block that holds one and scrolling to it.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "unfold_all", "Unfold all"),
         Binding("enter", "fold_all", "Fold all"),
+        Binding("ctrl+f", "find", "Find", show=False),
+        Binding("n", "next_match", "Next match", show=False),
+        Binding("N", "previous_match", "Previous match", show=False),
+        Binding("escape", "clear_find", "Clear find", show=False),
+        Binding("y", "copy_path", "Copy path", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -242,6 +456,11 @@ class TurnDetail(VerticalScroll):
     TurnDetail > .usage { color: $text-muted; }
     TurnDetail Collapsible { padding: 0; margin: 0; border: none; }
     TurnDetail Collapsible > Contents { padding-left: 2; }
+    TurnDetail > #find-bar { dock: bottom; height: auto; display: none; background: $panel; }
+    TurnDetail > #find-bar.-active { display: block; }
+    TurnDetail #find-input { display: none; height: 1; border: none; padding: 0 1; }
+    TurnDetail #find-input.-typing { display: block; }
+    TurnDetail #find-status { height: 1; padding: 0 1; color: $text-muted; }
     """
 
     class ContentRead(Message):
@@ -265,20 +484,52 @@ class TurnDetail(VerticalScroll):
         self._blocks: Sequence[Block] = ()
         self._raw_text = ""
         self._note: str | None = None
+        self._content: TurnContent | None = None
+        #: The find in force (kept from turn to turn until Escape).
+        self.finder: Finder | None = None
+        self._fields: list[_Field] = []
+        #: The matches of the find in the shown turn, in reading order.
+        self.matches: list[Match] = []
+        #: Index of the current match in `matches`.
+        self.current: int | None = None
+        self._bar = Vertical(id="find-bar")
+        #: The shown turn's folded blocks (kept here: querying the DOM for them on
+        #: every binding check would walk hundreds of widgets).
+        self._folds: list[Fold] = []
+        self._bindings_due = False
+
+    def compose(self) -> ComposeResult:
+        with self._bar:
+            yield Input(
+                placeholder="find in this turn (Enter: n/N move, Esc clears)", id="find-input"
+            )
+            yield Static(Text(""), id="find-status")
+
+    @property
+    def path(self) -> Path | None:
+        """The log the shown turn comes from."""
+        return self._content.path if self._content is not None else None
 
     # -- folding --------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Enter offers "Unfold all" while a block is folded, "Fold all" once every
-        block is open, and nothing in raw view or for a turn without blocks to fold."""
+        block is open, and nothing in raw view or for a turn without blocks to fold.
+        n / N and Escape act while a find is in force."""
         if action in ("unfold_all", "fold_all"):
             if self.raw:
                 return False
-            folds = list(self.query(Fold))
+            folds = self._folds
             if not folds:
                 return False
             folded = any(fold.collapsed for fold in folds)
             return folded if action == "unfold_all" else not folded
+        if action in ("next_match", "previous_match"):
+            return bool(self.matches)
+        if action == "clear_find":
+            return self.finder is not None or self._typing
+        if action == "copy_path":
+            return self.path is not None
         return True
 
     def action_unfold_all(self) -> None:
@@ -291,19 +542,218 @@ class TurnDetail(VerticalScroll):
 
     def _set_folds(self, *, collapsed: bool) -> None:
         # The pane keeps its scroll position (see Fold.hold_scroll).
-        for fold in self.query(Fold):
+        for fold in self._folds:
             if fold.collapsed != collapsed:
                 fold.hold_scroll = True
                 fold.collapsed = collapsed
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
 
     def _on_collapsible_collapsed(self) -> None:
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
 
     def _on_collapsible_expanded(self) -> None:
-        self.call_after_refresh(self.refresh_bindings)
+        self._refresh_bindings_soon()
+
+    def _refresh_bindings_soon(self) -> None:
+        # Once per refresh, however many blocks (un)folded: each refresh re-checks every
+        # binding, and a turn can hold hundreds of blocks.
+        if not self._bindings_due:
+            self._bindings_due = True
+            self.call_after_refresh(self._refresh_bindings_now)
+
+    def _refresh_bindings_now(self) -> None:
+        self._bindings_due = False
+        self.refresh_bindings()
+
+    # -- the log's path ---------------------------------------------------------------
+
+    def action_copy_path(self) -> None:
+        """Copy the full path of the shown turn's log (Textual's clipboard, OSC 52)."""
+        path = self.path
+        if path is None:
+            return
+        self.app.copy_to_clipboard(str(path))
+        self.notify(f"copied {one_line(str(path))}", title="Copy path", markup=False)
+
+    # -- find -------------------------------------------------------------------------
+
+    @property
+    def _input(self) -> Input:
+        return self._bar.query_one("#find-input", Input)
+
+    @property
+    def _typing(self) -> bool:
+        return self._input.has_class("-typing")
+
+    def action_find(self) -> None:
+        """Open the find box (it keeps the current find's text)."""
+        box = self._input
+        box.add_class("-typing")
+        self._bar.add_class("-active")
+        if self.finder is not None and box.value != self.finder.query:
+            box.value = self.finder.query
+        box.focus()
+        self._show_status()
+
+    def find(self, query: str | None, *, search: bool = False) -> None:
+        """Highlight `query` in the shown turn and the turns shown after it.
+
+        Args:
+            query: The text to find (None or blank: no find).
+            search: `query` is a search QUERY (`core.search`: words, "a phrase",
+                prefix*) rather than a literal string.
+        """
+        self.finder = (
+            None
+            if query is None
+            else (Finder.of_search(query) if search else Finder.literal(query))
+        )
+        self._bar.set_class(self.finder is not None or self._typing, "-active")
+        self._apply_find(scroll=True)
+
+    def action_clear_find(self) -> None:
+        """Clear the find and close its box."""
+        box = self._input
+        refocus = box.has_focus
+        box.remove_class("-typing")
+        with box.prevent(Input.Changed):
+            box.value = ""
+        self.find(None)
+        if refocus:
+            self.focus()
+
+    @on(Input.Changed, "#find-input")
+    def _on_find_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        if self.finder is not None and event.value == self.finder.query:
+            return
+        self.find(event.value)
+
+    @on(Input.Submitted, "#find-input")
+    def _on_find_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.focus()  # n / N now move between the matches
+
+    def action_next_match(self) -> None:
+        """Go to the next match (after the last: the first)."""
+        self._step(1)
+
+    def action_previous_match(self) -> None:
+        """Go to the previous match (before the first: the last)."""
+        self._step(-1)
+
+    def _step(self, delta: int) -> None:
+        if not self.matches:
+            return
+        old = self.current
+        self.current = ((old if old is not None else -1) + delta) % len(self.matches)
+        fields = {self.matches[self.current].field}
+        if old is not None:
+            fields.add(self.matches[old].field)
+        for index in fields:
+            self._paint(index)
+        self._show_status()
+        self._reveal_current()
+
+    def _paint(self, index: int) -> None:
+        field = self._fields[index]
+        spans: list[tuple[int, int]] = []
+        current = None
+        for i, match in enumerate(self.matches):
+            if match.field == index:
+                if i == self.current:
+                    current = len(spans)
+                spans.append((match.start, match.end))
+        field.static.update(
+            highlighted(field.part, spans, current) if spans else field.part.renderable
+        )
+
+    def _apply_find(self, *, scroll: bool) -> None:
+        """Find the matches in the shown fields, paint them, say where we are."""
+        had = {m.field for m in self.matches}
+        self.matches = []
+        self.current = None
+        finder = self.finder
+        if finder is not None:
+            for index, field in enumerate(self._fields):
+                self.matches.extend(Match(index, a, b) for a, b in finder.spans(field.plain))
+        for index in had | {m.field for m in self.matches}:
+            self._paint(index)
+        if self.matches:
+            self.current = 0
+            self._paint(self.matches[0].field)
+            if scroll:
+                self._reveal_current()
+        self._show_status()
+        self.refresh_bindings()
+
+    def _show_status(self) -> None:
+        status = self._bar.query_one("#find-status", Static)
+        finder = self.finder
+        text = Text(end="")
+        if finder is None:
+            text.append("type to find in this turn (any case)", style="dim")
+        else:
+            text.append("find ")
+            text.append_text(line(finder.query, style="bold", limit=40))
+            text.append(": ")
+            if self.matches and self.current is not None:
+                text.append(f"match {self.current + 1}/{len(self.matches)}", style="bold")
+                text.append(" · n/N next/previous · Esc clears", style="dim")
+            elif self._verdict is None:
+                text.append("no turn is shown", style="dim")
+            else:
+                text.append("no match in this turn", style="bold")
+                text.append(" · Esc clears", style="dim")
+            if any(field.part.cut for field in self._fields):
+                text.append(
+                    f" · only the first {size_words(FIELD_LIMIT)} of a field is searched:"
+                    " more matches may lie beyond it",
+                    style="yellow",
+                )
+        status.update(text)
+
+    def _reveal_current(self) -> None:
+        """Unfold the block holding the current match and scroll the match into view."""
+        if self.current is None:
+            return
+        match = self.matches[self.current]
+        field = self._fields[match.field]
+        if field.fold is not None and field.fold.collapsed:
+            field.fold.hold_scroll = True
+            field.fold.collapsed = False
+        # After the layout the unfold (or the new turn) causes.
+        self.call_after_refresh(self.call_after_refresh, self._scroll_to_match, match)
+
+    def _scroll_to_match(self, match: Match) -> None:
+        if self.current is None or self.matches[self.current] != match:
+            return  # moved on meanwhile
+        static = self._fields[match.field].static
+        if not static.is_mounted:
+            return
+        width = max(static.content_region.width, 1)
+        before = Content(self._fields[match.field].plain[: match.start])
+        line_offset = max(len(before.wrap(width)) - 1, 0) if match.start else 0
+        box = static.virtual_region
+        region = Region(box.x, box.y + static.styles.gutter.top + line_offset, box.width, 1)
+        # Into the pane's own coordinates, as `Widget.scroll_to_widget` walks up.
+        node: Widget = static
+        while isinstance(node.parent, Widget) and node.parent is not self:
+            container = node.parent
+            region = (
+                region.translate(container.styles.margin.top_left)
+                .translate(container.styles.border.spacing.top_left)
+                .translate(container.virtual_region_with_margin.offset)
+            )
+            node = container
+        self.scroll_to_region(region, center=True, animate=False, immediate=True)
 
     # -- showing --------------------------------------------------------------------
+
+    def show_content(self, content: TurnContent, problems: tuple[LogProblem, ...]) -> None:
+        """Show what a worker read for a turn (with the log's problems above it)."""
+        self._content = content
+        self._show(content.verdict, content.blocks, problems, raw=content.raw, note=None)
 
     def show_turn(
         self,
@@ -316,6 +766,18 @@ class TurnDetail(VerticalScroll):
     ) -> None:
         """Show a turn's verdict and blocks (or only `note` and the problems when
         `verdict` is None). `raw` is the raw view's text, already bounded."""
+        self._content = None
+        self._show(verdict, blocks, problems, raw=raw, note=note)
+
+    def _show(
+        self,
+        verdict: TurnView | None,
+        blocks: Sequence[Block],
+        problems: tuple[LogProblem, ...],
+        *,
+        raw: str,
+        note: str | None,
+    ) -> None:
         self._verdict = verdict
         self._blocks = blocks
         self._raw_text = raw
@@ -329,7 +791,18 @@ class TurnDetail(VerticalScroll):
         self._render_children()
         return self.raw
 
+    def _field(self, part: Part, classes: str | None = None) -> Static:
+        """A Static for a part; a part with log text in it is searched by a find."""
+        static = Static(part.renderable, classes=classes)
+        if part.shown:
+            self._fields.append(_Field(static, part, part_plain(part)))
+        return static
+
     def _render_children(self) -> None:
+        self._fields = []
+        self._folds = []
+        self.matches = []
+        self.current = None
         widgets: list[Widget] = []
         if self._problems:
             widgets.append(Static(problem_lines(self._problems), classes="problems"))
@@ -340,13 +813,18 @@ class TurnDetail(VerticalScroll):
         else:
             widgets.append(Static(self._heading(verdict), classes="heading"))
             if self.raw:
-                widgets.append(Static(literal(self._raw_text), classes="raw"))
+                raw = literal(self._raw_text)
+                widgets.append(self._field(Part(raw, len(raw)), classes="raw"))
             else:
                 widgets.extend(self._block_widgets())
         with self.app.batch_update():
-            self.remove_children()
+            self.remove_children([child for child in self.children if child is not self._bar])
             self.mount_all(widgets)
             self.scroll_home(animate=False)
+            if self.finder is not None:
+                self._apply_find(scroll=True)
+            elif self._bar.has_class("-active"):
+                self._show_status()
         self.call_after_refresh(self.refresh_bindings)
 
     def _heading(self, verdict: TurnView) -> Text:
@@ -366,6 +844,21 @@ class TurnDetail(VerticalScroll):
         if turn.started is not None and turn.ended is not None and turn.ended >= turn.started:
             text.append(f" ({(turn.ended - turn.started) / 1000:.1f}s)", style="dim")
         text.append("\n")
+        content = self._content
+        shown = content.shown_path if content is not None else None
+        if shown is not None:
+            # Literal text, cut in the middle: the start and the file name both stay.
+            width = self.scrollable_content_region.width or 100
+            text.append("log ", style="dim")
+            text.append(middle_cut(shown, max(width - 5, 20)), style="dim")
+            text.append("\n")
+        if content is not None and content.usage is not None:
+            text.append_text(turn_usage_lines(content.usage, content.prices))
+            if content.prices_error:
+                text.append("  (")
+                text.append_text(line(content.prices_error, style="yellow", limit=120))
+                text.append(")")
+            text.append("\n")
         if verdict.forkable and verdict.seed_length is not None:
             text.append(
                 f"▶ fork point: f forks here (seed = {plural(verdict.seed_length, 'event')})",
@@ -389,41 +882,38 @@ class TurnDetail(VerticalScroll):
         for block in self._blocks:
             if isinstance(block, UserText):
                 widgets.append(Static(Text("▌ user"), classes="role role-user"))
-                widgets.append(Static(bounded_text(block.text)))
+                widgets.append(self._field(bounded_part(block.text)))
             elif isinstance(block, AssistantText):
                 widgets.append(Static(Text("▌ assistant"), classes="role role-assistant"))
-                widgets.append(Static(bounded_text(block.text)))
+                widgets.append(self._field(bounded_part(block.text)))
             elif isinstance(block, Reasoning):
                 widgets.append(
-                    Fold(
-                        Static(bounded_text(block.text, style="italic")),
-                        title=Content("reasoning"),  # type: ignore[arg-type]
-                        collapsed=True,
+                    self._folded(
+                        [bounded_part(block.text, style="italic")], Content("reasoning"), True
                     )
                 )
             elif isinstance(block, ContextText):
                 title = Content.assemble("context (", title_of(block.source, 30), ")")
-                widgets.append(
-                    Fold(
-                        Static(bounded_text(block.text, style="dim")),
-                        title=title,  # type: ignore[arg-type]
-                        collapsed=True,
-                    )
-                )
+                widgets.append(self._folded([bounded_part(block.text, style="dim")], title, True))
             elif isinstance(block, TurnError):
                 widgets.append(Static(Text("✖ error", style="bold"), classes="role error"))
-                widgets.append(Static(bounded_text(block.message), classes="error"))
+                widgets.append(self._field(bounded_part(block.message), classes="error"))
             elif isinstance(block, ToolCall):
                 widgets.append(self._tool_widget(block))
             elif isinstance(block, StepUsage):
                 widgets.append(Static(usage_line(block), classes="usage"))
         return widgets
 
+    def _folded(self, parts: list[Part], title: Content, collapsed: bool) -> Fold:
+        first = len(self._fields)
+        statics = [self._field(part) for part in parts]
+        fold = Fold(*statics, title=title, collapsed=collapsed)  # type: ignore[arg-type]
+        self._folds.append(fold)
+        for field in self._fields[first:]:
+            field.fold = fold
+        return fold
+
     def _tool_widget(self, call: ToolCall) -> Widget:
         result = call.result
         collapsed = _long(call.arguments_text) or _long(result.text if result else "")
-        return Fold(
-            *(Static(part) for part in tool_body(call)),
-            title=tool_title(call),  # type: ignore[arg-type]
-            collapsed=collapsed,
-        )
+        return self._folded(tool_body(call), tool_title(call), collapsed)

@@ -1,0 +1,138 @@
+"""The `turnline` console script's front door: `turnline search ROOT QUERY --json`
+without loading the rest of the command line.
+
+A search is often run again and again from scripts and editors, each time in a new
+process; loading `cli.main` (argparse, the log readers, the lineage, the renderers)
+costs more than a warm query itself. This module recognises the plain form of that
+command, with an explicit ROOT folder and `--json`, and answers it through
+`core.search` alone. Anything else, and anything unusual (an unknown or abbreviated
+option, `--help`, `--no-cache`, an error of any kind), goes to `cli.main.console`,
+which then answers exactly as it always does: the output never depends on which
+door was taken.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NoReturn
+
+#: Options of `turnline search` this door takes, and whether each takes a value.
+_OPTIONS = {"--json": False, "--include-inherited": False, "--in": True, "--session": True}
+
+
+def console() -> NoReturn:
+    """The `turnline` console script."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["search"]:
+        status = _search(argv[1:])
+        if status is not None:
+            _leave(status)
+    from .main import console as full
+
+    full()
+
+
+def _leave(status: int) -> NoReturn:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        status = status or 1
+    parallel = sys.modules.get("turnline.core.parallel")
+    if parallel is not None:
+        parallel.stop_pool()  # no pool worker outlives the command (`_exit` runs no atexit)
+    os._exit(status)
+
+
+def _parse(args: list[str]) -> dict[str, Any] | None:
+    """`search` arguments in the plain form, or None (`cli.main` parses them then)."""
+    got: dict[str, Any] = {"words": [], "limit": None}
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        k += 1
+        if not arg.startswith("-") or arg == "-":
+            got["words"].append(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        if name == "--limit":
+            if not eq:
+                if k >= len(args):
+                    return None
+                value, k = args[k], k + 1
+            if not (value.isascii() and value.isdigit()) or got["limit"] is not None:
+                return None
+            got["limit"] = int(value)
+            continue
+        if name not in _OPTIONS or name in got:
+            return None
+        if _OPTIONS[name]:
+            if not eq:
+                if k >= len(args) or args[k].startswith("-"):
+                    return None
+                value, k = args[k], k + 1
+            got[name] = value
+        elif eq:
+            return None
+        else:
+            got[name] = True
+    words: list[str] = got["words"]
+    if "--json" not in got or len(words) < 2 or not os.path.isdir(words[0]):
+        return None
+    return got
+
+
+def _search(args: list[str]) -> int | None:
+    """Answer `search` here; None when `cli.main` must (see the module doc)."""
+    got = _parse(args)
+    if got is None:
+        return None
+    import gc
+
+    gc.disable()  # many small objects and no cycles (as `cli.main` does for search)
+    try:
+        import sqlite3
+
+        import orjson
+        from turnline.core.catalog import Catalog, CatalogError
+        from turnline.core.search import QueryError, parse_fields, search
+
+        words: list[str] = got["words"]
+        root = os.path.realpath(words[0])  # as `SessionRoot` resolves it
+        try:
+            fields = parse_fields(got.get("--in"))
+            catalog = Catalog(root)
+            try:
+                result = search(
+                    catalog,
+                    " ".join(words[1:]),
+                    fields=fields,
+                    include_inherited=bool(got.get("--include-inherited")),
+                    session=got.get("--session"),
+                    limit=got["limit"],
+                )
+            finally:
+                catalog.close()
+            data = orjson.dumps(
+                result.to_json_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+            )
+        except (QueryError, CatalogError, orjson.JSONEncodeError, OSError, sqlite3.Error):
+            return None  # `cli.main` says what is wrong, its own way
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            return 1
+        return 0
+    finally:
+        gc.enable()
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
