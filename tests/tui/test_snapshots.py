@@ -126,13 +126,28 @@ def test_real_dsh_logs(snap_compare: SnapCompare, tmp_path: Path, fixtures_root:
     assert snap_compare(make_app(root), terminal_size=SIZE, run_before=settled(parent, row=0))
 
 
+async def redrawn_detail(pilot: Pilot[Any]) -> None:
+    """Read and show the highlighted turn again once the layout has settled: at 80x24
+    the detail header's path is cut to the pane's width when first drawn, which may be
+    before the pane's scrollbar appeared."""
+    app = pilot.app
+    assert isinstance(app, TurnlineApp)
+    await pilot.pause(0.2)
+    app._read_current_turn()
+    await pilot.pause(0.5)
+
+
 def test_tree_and_timeline_80x24(snap_compare: SnapCompare, tmp_path: Path) -> None:
     """80x24: whole turn counts (`4t`), the timeline keeps the user text (steps, tools,
     tokens and time give way), the footer keeps `? Help`."""
     family = make_family(tmp_path / "root")
-    assert snap_compare(
-        make_app(family.root), terminal_size=SMALL, run_before=settled(family.child, row=3)
-    )
+    before = settled(family.child, row=3)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await before(pilot)
+        await redrawn_detail(pilot)
+
+    assert snap_compare(make_app(family.root), terminal_size=SMALL, run_before=run_before)
 
 
 def test_real_dsh_logs_80x24(
@@ -145,6 +160,7 @@ def test_real_dsh_logs_80x24(
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await before(pilot)
+        await redrawn_detail(pilot)
         await pilot.press("tab")
         await pilot.pause(0.3)
 
