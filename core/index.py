@@ -39,7 +39,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
@@ -60,6 +60,8 @@ from .logfile import (
     torn_line_message,
     turn_end_problem,
 )
+from .longline import LONG_LINE, LinePlace, LongRecord
+from .longline import lines as long_lines
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
@@ -506,6 +508,33 @@ class _Indexer:
         self.builder.feed(result)
         return None
 
+    def consume_long(self, pos: int, line_end: int, first: bytes) -> _Stop | None:
+        """Index the one raw line at `pos`–`line_end` (its newline), too long to hold:
+        decoded bounded (`longline`: its long strings cut to a prefix, everything the
+        index needs exact). `first` is its first bytes."""
+        line_no = self.line + 1
+        place = LinePlace(self.path, False, pos)
+        record = next(long_lines(place, line_end + 1), None)
+        if not isinstance(record, LongRecord) or record.error is not None:
+            why = record.error if isinstance(record, LongRecord) else "unreadable"
+            return _Stop(f"line {line_no} is not valid JSON ({why})", ProblemKind.CORRUPT)
+        try:
+            events = expand_record(record.value)
+        except RecordError as exc:
+            return _Stop(f"line {line_no}: {exc}", exc.kind)
+        stop = self._decoded(events, line_no)
+        if stop is not None:
+            return stop
+        if self._first_seq is not None:
+            self._anchor(self._first_seq, pos, 0)
+            if self._ended and first.startswith(TURN_END_LINE):
+                self._turn_end_offset(line_end + 1)
+        # The last line for `last_time`: the bounded value says the same of its time.
+        self.last_line = orjson.dumps(record.value)
+        self.offset = line_end + 1
+        self.line += 1
+        return None
+
     # -- stopping (LogReader._stop_at / _classify_stuck) ------------------------------
 
     def stop(self, stop: _Stop, line_no: int, rest_has_turn_end: bool) -> None:
@@ -625,6 +654,16 @@ def _index_raw_lines(
                     stop = _Stop(f"line {bad_line} is not valid JSON ({why})", ProblemKind.CORRUPT)
                     ix.stop(stop, bad_line, rest)
                     return
+                if line_end - pos >= LONG_LINE:
+                    refused = ix.consume_long(pos, line_end, chunk)
+                    if refused is not None:
+                        bad_line = ix.line + 1
+                        rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
+                        ix.offset = pos
+                        ix.stop(refused, bad_line, rest)
+                        return
+                    pos = line_end + 1
+                    continue
                 chunk = _pread_all(fd, line_end + 1 - pos, pos)
                 end = len(chunk)
             if end == 0:
@@ -883,12 +922,16 @@ class IndexedSession:
         events to extend the timeline, without re-reading the log."""
         return copy.deepcopy(self._builder) if self._builder is not None else TimelineBuilder()
 
-    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+    def events_between(
+        self, first_seq: int, last_seq: int | None, *, bounded: bool = False
+    ) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
 
         Reads only the byte range between the anchors around those seqs (the whole
         valid range if the log's seqs ever step back). Never raises for bad content:
-        a line that does not decode here ends the list.
+        a line that does not decode here ends the list. `bounded`: a line of
+        `longline.LONG_LINE` bytes or more is never held whole; its long strings are
+        `clipped.Clipped` prefixes (for display).
         """
         hi = float("inf") if last_seq is None else last_seq
         if self._events is not None:
@@ -901,16 +944,19 @@ class IndexedSession:
             j = bisect.bisect_right(seqs, hi) if last_seq is not None else len(seqs)
         else:
             k, j = -1, len(seqs)
-        return self._read(k, j, first_seq, hi)
+        return self._read(k, j, first_seq, hi, bounded)
 
     def _read(
-        self, k: int, j: int, first_seq: float | None, hi: float | None
+        self, k: int, j: int, first_seq: float | None, hi: float | None, bounded: bool = False
     ) -> list[SessionEvent]:
         """Events of the lines from anchor k (-1: the first line) to anchor j (exclusive;
         `len`: the end), those in `[first_seq, hi]` unless both are None."""
         seqs = self._anchor_seqs
         stop = self._anchor_pos[j] if j < len(seqs) else self.size
-        if self.summary.encoding is Encoding.ZSTD:
+        lines: Iterable[bytes | LongRecord]
+        if bounded:
+            lines = self._bounded_lines(k, stop)
+        elif self.summary.encoding is Encoding.ZSTD:
             if k >= 0:
                 lines = _zstd_lines(self.path, self._anchor_pos[k], self._anchor_skip[k], stop)
             else:
@@ -923,10 +969,15 @@ class IndexedSession:
         lo = first_seq if first_seq is not None else 0
         top = hi if hi is not None else 0
         for line in lines:
-            if not line.strip():
-                continue
             try:
-                events = expand_record(loads(line))
+                if isinstance(line, LongRecord):
+                    if line.error is not None:
+                        break
+                    events = expand_record(line.value)
+                elif not line.strip():
+                    continue
+                else:
+                    events = expand_record(loads(line))
             except (orjson.JSONDecodeError, RecordError):
                 break
             if everything:
@@ -938,6 +989,26 @@ class IndexedSession:
             if self._increasing and events and events[-1].seq > top:
                 break
         return out
+
+    def _bounded_lines(self, k: int, stop: int) -> Iterator[bytes | LongRecord]:
+        """The lines from anchor k (-1: the first line) on, a long one decoded bounded:
+        a raw log's up to `stop`, a zstd log's until the caller stops (whole frames)."""
+        if self.summary.encoding is Encoding.ZSTD:
+            place = LinePlace(
+                self.path,
+                True,
+                *((self._anchor_pos[k], self._anchor_skip[k]) if k >= 0 else (0, 0)),
+            )
+            found = long_lines(place, self.size)
+            if k < 0:
+                next(found, None)  # past the header line
+        else:
+            start = self._anchor_pos[k] if k >= 0 else self._data_start
+            found = long_lines(LinePlace(self.path, False, start), stop)
+        try:
+            yield from found
+        finally:
+            found.close()
 
 
 class LazyEvents(Sequence[SessionEvent]):
