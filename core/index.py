@@ -86,6 +86,9 @@ from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 BLOCK_SIZE: Final = 8 << 20
 #: At most this many bytes between two anchors, so a range read stays small.
 ANCHOR_SPACING: Final = 256 << 10
+#: Bytes of a line longer than a block that `_prefix_error` decodes to tell junk early
+#: (orjson on the whole block would build a string of up to 4x its size).
+PREFIX_CHECK: Final = 64 << 10
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
 
@@ -646,7 +649,7 @@ def _index_raw_lines(
                 if line_end < 0:
                     ix.set_tail(torn_line_message(size - pos))
                     return
-                why = _prefix_error(chunk)
+                why = _prefix_error(chunk[:PREFIX_CHECK])
                 if why is not None:
                     bad_line = ix.line + 1
                     rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
