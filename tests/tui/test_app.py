@@ -424,12 +424,15 @@ async def test_a_fork_that_cannot_be_written_reports_write_failed(
 
 async def test_the_command_palette_runs_the_apps_actions(family: Family) -> None:
     from textual.command import CommandList, CommandPalette
+    from textual.widgets import Input
     from turnline.tui.screens import HelpScreen
 
     async with make_app(family.root).run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        # Typed before the palette's input has focus, the letters would hit app keys.
+        await wait_for(pilot, lambda: isinstance(app.focused, Input))
         await pilot.press(*"keys and markers")
 
         def listed() -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.command import CommandPalette
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets._collapsible import CollapsibleTitle
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.tui import TurnlineApp
@@ -157,6 +157,12 @@ async def test_hostile_text_everywhere_is_literal_and_the_app_keeps_running(
         # The command palette: a search over hostile titles finds them, shown literally.
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+
+        def typing_goes_to_the_palette() -> bool:
+            """the palette's input has focus (else the keys below hit app bindings: o, s, e)"""
+            return isinstance(app.screen, CommandPalette) and isinstance(app.focused, Input)
+
+        await wait_for(pilot, typing_goes_to_the_palette)
         await pilot.press(*"open session")
 
         def hits() -> bool:
