@@ -60,7 +60,7 @@ from .logfile import (
     torn_line_message,
     turn_end_problem,
 )
-from .longline import LONG_LINE, LinePlace, LongRecord
+from .longline import LONG_LINE, LinePlace, LongRecord, zstd_inflates_past
 from .longline import lines as long_lines
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
@@ -107,8 +107,10 @@ def worth_indexing(path: Path) -> bool:
         size = os.stat(path).st_size
     except OSError:
         return False
-    zstd = encoding_of(path) is Encoding.ZSTD
-    return size >= (ZSTD_INDEX_THRESHOLD if zstd else INDEX_THRESHOLD)
+    if encoding_of(path) is not Encoding.ZSTD:
+        return size >= INDEX_THRESHOLD
+    # A small zstd log can still hold a huge field (repeated text compresses 10,000:1).
+    return size >= ZSTD_INDEX_THRESHOLD or zstd_inflates_past(path, INDEX_THRESHOLD)
 
 
 class IndexCancelled(Exception):
@@ -515,12 +517,25 @@ class _Indexer:
         """Index the one raw line at `pos`–`line_end` (its newline), too long to hold:
         decoded bounded (`longline`: its long strings cut to a prefix, everything the
         index needs exact). `first` is its first bytes."""
-        line_no = self.line + 1
         place = LinePlace(self.path, False, pos)
         record = next(long_lines(place, line_end + 1), None)
-        if not isinstance(record, LongRecord) or record.error is not None:
-            why = record.error if isinstance(record, LongRecord) else "unreadable"
-            return _Stop(f"line {line_no} is not valid JSON ({why})", ProblemKind.CORRUPT)
+        if not isinstance(record, LongRecord):
+            record = LongRecord(None, "unreadable")
+        stop = self.consume_record(record, (pos, 0))
+        if stop is not None:
+            return stop
+        if self._first_seq is not None and self._ended and first.startswith(TURN_END_LINE):
+            self._turn_end_offset(line_end + 1)
+        self.offset = line_end + 1
+        self.line += 1
+        return None
+
+    def consume_record(self, record: LongRecord, anchor: tuple[int, int]) -> _Stop | None:
+        """Take one long line decoded bounded (the next line, `self.line + 1`); anchor
+        it at `anchor` (file offset; zstd: frame offset and the line's place in it)."""
+        line_no = self.line + 1
+        if record.error is not None:
+            return _Stop(f"line {line_no} is not valid JSON ({record.error})", ProblemKind.CORRUPT)
         try:
             events = expand_record(record.value)
         except RecordError as exc:
@@ -529,13 +544,9 @@ class _Indexer:
         if stop is not None:
             return stop
         if self._first_seq is not None:
-            self._anchor(self._first_seq, pos, 0)
-            if self._ended and first.startswith(TURN_END_LINE):
-                self._turn_end_offset(line_end + 1)
+            self._anchor(self._first_seq, *anchor)
         # The last line for `last_time`: the bounded value says the same of its time.
         self.last_line = orjson.dumps(record.value)
-        self.offset = line_end + 1
-        self.line += 1
         return None
 
     # -- stopping (LogReader._stop_at / _classify_stuck) ------------------------------
@@ -750,28 +761,109 @@ class _FrameReader:
             self.buf_pos = pos
         return memoryview(self.buf)[pos - self.buf_pos :]
 
-    def frame(self, pos: int) -> tuple[bytes, int] | str | None:
-        """`(content, compressed size)` of the frame at `pos`; an error message for a
-        frame that does not decode; None for an incomplete last frame."""
+    def frame(self, pos: int, cap: int | None = None) -> tuple[bytes, int] | _BigFrame | str | None:
+        """`(content, compressed size)` of the frame at `pos`; a `_BigFrame` (its content
+        not kept) when that content passes `cap` bytes; an error message for a frame
+        that does not decode; None for an incomplete last frame."""
         dobj = self.dctx.decompressobj()
         parts: list[bytes] = []
-        window = 1 << 15
+        kept = 0
+        last = b""
+        big = False
+        # Compressed bytes fed at a time: from 1 KB, doubled while the output stays
+        # small, halved once it passes 1 MiB (repeated text inflates 10,000:1: a whole
+        # 4 MiB window could come out as gigabytes at once).
+        window = 1 << 10
         start = pos
         while True:
             view = self._ensure(pos, window)[:window]
             if not len(view):
                 return None
             try:
-                parts.append(dobj.decompress(view))
+                got = dobj.decompress(view)
             except zstandard.ZstdError as exc:
                 return str(exc)
+            if got:
+                last = got[-1:]
+                if not big:
+                    parts.append(got)
+                    kept += len(got)
+                    if cap is not None and kept > cap:
+                        big, parts = True, []  # too big to hold: only find where it ends
             if dobj.eof:
                 used = pos - start + len(view) - len(dobj.unused_data)
+                if big:
+                    return _BigFrame(used, last == b"\n")
                 return b"".join(parts), used
             pos += len(view)
             if pos >= self.size:
                 return None
-            window = min(window * 2, 1 << 22)
+            grow = len(got) <= 1 << 20
+            window = min(window * 2, 1 << 22) if grow else max(256, window // 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _BigFrame:
+    """A zstd frame whose content is too big to hold (`_FrameReader.frame`)."""
+
+    used: int  # its compressed size
+    ends_with_newline: bool
+
+
+def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> bool:
+    """Index the lines of the frame at `pos` without holding its content: batches of
+    short lines as `_Indexer.consume` takes them, a long line decoded bounded
+    (`longline`). False if reading stopped."""
+    frame_no = ix.line
+    end = pos + used
+    ix.batch_file_start = pos
+    block: list[bytes] = []
+    block_len = 0
+    block_start = 0  # offset in the frame's content of the block's first line
+    done = 0  # lines of the frame consumed before the block
+
+    def flush() -> bool:
+        nonlocal block, block_len, block_start, done
+        if not block:
+            return True
+        data = b"".join(block)
+        lines = len(block)
+        frames = [_Frame(0, frame_no + done, len(data), end, block_start)]
+        halt = ix.consume(data, 0, frames)
+        if halt is not None:
+            line_end = data.find(b"\n", halt.at) + 1
+            rest = has_turn_end(data, line_end) or _scan_rest_for_turn_end(fd, end, size)
+            ix.offset = pos
+            ix.stop(halt.stop, frame_no + done + halt.index + 1, rest)
+            return False
+        done += lines
+        block_start += len(data)
+        block, block_len = [], 0
+        return True
+
+    for item in long_lines(LinePlace(ix.path, True, pos, 0), end):
+        if isinstance(item, bytes):
+            block.append(item + b"\n")
+            block_len += len(item) + 1
+            if block_len >= ix.block_size and not flush():
+                return False
+            continue
+        if not flush():
+            return False
+        ix.line = frame_no + done
+        stop = ix.consume_record(item, (pos, block_start))
+        if stop is not None:
+            rest = _scan_rest_for_turn_end(fd, end, size)
+            ix.offset = pos
+            ix.stop(stop, frame_no + done + 1, rest)
+            return False
+        done += 1
+        block_start += item.length + 1
+    if not flush():
+        return False
+    ix.line = frame_no + 1
+    ix.offset = end
+    return True
 
 
 def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
@@ -813,7 +905,18 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
 
     while pos < size:
         ix._tick(pos)
-        got = reader.frame(pos)
+        got = reader.frame(pos, None if ix.header is None else ix.block_size)
+        if isinstance(got, _BigFrame) and got.ends_with_newline:
+            # A frame too big to hold (a 200 MB tool result): read it line by line.
+            if not flush() or not _index_big_frame(ix, fd, pos, got.used, size):
+                return None
+            pos += got.used
+            continue
+        if isinstance(got, _BigFrame):
+            if not flush():
+                return None
+            corrupt(f"zstd frame {ix.line + 1} does not end with a newline")
+            return None
         if got is None or isinstance(got, str) or (got[0] and not got[0].endswith(b"\n")):
             if not flush():
                 return None
@@ -1091,7 +1194,7 @@ def _zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes]
         pos = frame_pos
         while pos < size:
             got = reader.frame(pos)
-            if got is None or isinstance(got, str):
+            if got is None or isinstance(got, (str, _BigFrame)):
                 break
             content, used = got
             parts.append(content[skip:] if pos == frame_pos else content)

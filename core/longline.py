@@ -29,6 +29,7 @@ lists string streaming as future work), and orjson and msgspec decode from one b
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -380,10 +381,12 @@ def _put_back(value: Any, clips: dict[str, Clipped]) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class LongRecord:
-    """A long line decoded bounded (`value`), or why it does not decode (`error`)."""
+    """A long line decoded bounded (`value`), or why it does not decode (`error`);
+    `length`: its bytes without the newline (-1 when it does not decode)."""
 
     value: Any
     error: str | None = None
+    length: int = -1
 
 
 _cache_lock = threading.Lock()
@@ -447,7 +450,7 @@ def _long(here: LinePlace, first: bytes, windows: Iterator[bytes]) -> tuple[Long
         value, length = hit
         rest = _skip_to(first, windows, length)
         if rest is not None:
-            return LongRecord(value), length, rest
+            return LongRecord(value, None, length), length, rest
         return LongRecord(None, "the line has no newline"), -1, b""
     try:
         value, length, rest = decode_long(first, windows, here)
@@ -458,7 +461,7 @@ def _long(here: LinePlace, first: bytes, windows: Iterator[bytes]) -> tuple[Long
             _cache[key] = (value, length)
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    return LongRecord(value), length, rest
+    return LongRecord(value, None, length), length, rest
 
 
 def _skip_to(first: bytes, windows: Iterator[bytes], length: int) -> bytes | None:
@@ -497,3 +500,26 @@ def full_text(text: str) -> Iterator[str]:
         carry = buf[cut:]
     if carry:
         yield decode_body(carry)
+
+
+def zstd_inflates_past(source: Path | bytes, limit: int) -> bool:
+    """True if a zstd log's content (a file, or its bytes) is longer than `limit` bytes:
+    decompressed a window at a time, stopping as soon as it is, so a small file that
+    inflates to gigabytes costs `limit` bytes of work, never its size."""
+    total = 0
+    try:
+        if isinstance(source, bytes):
+            chunks: Iterator[bytes] = _decompressed(io.BytesIO(source), 0, None)
+            for chunk in chunks:
+                total += len(chunk)
+                if total > limit:
+                    return True
+            return False
+        with open(source, "rb") as fh:
+            for chunk in _decompressed(fh, 0, None):
+                total += len(chunk)
+                if total > limit:
+                    return True
+    except OSError:
+        return False
+    return False

@@ -8,9 +8,11 @@ small. The expected lengths are computed from the pattern, not read back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import zstandard
 
 MB = 1 << 20
 #: One repeat of the assistant message (JSON-escaped as written: a newline, a quote).
@@ -112,3 +114,25 @@ def write_huge_log(
         end2 = {"turn": 2, "reason": {"kind": "completed"}}
         fh.write(_line({"type": "turn/end", "seq": 9, "time": 2002, "data": end2}))
     return HugeLog(path, a_rep, r_rep)
+
+
+def zstd_copy(log: HugeLog, root: Path) -> HugeLog:
+    """The same log as multi-frame zstd under `root` (one frame per line, as dsh writes
+    one per append), compressed in chunks: a few KB for 240 MB of repeated text."""
+    folder = root / log.path.parent.relative_to(log.path.parents[2])
+    folder.mkdir(parents=True)
+    target = folder / "session.jsonl.zstd"
+    compressor = zstandard.ZstdCompressor()
+    with open(log.path, "rb") as src, open(target, "wb") as out:
+        while True:
+            piece = src.readline(8 << 20)
+            if not piece:
+                break
+            with compressor.stream_writer(out, closefd=False) as frame:
+                frame.write(piece)
+                while not piece.endswith(b"\n"):
+                    piece = src.readline(8 << 20)
+                    if not piece:
+                        break
+                    frame.write(piece)
+    return replace(log, path=target)

@@ -36,7 +36,7 @@ from turnline.core.root import SessionRoot
 from turnline.core.textsafe import safe_text
 from turnline.core.view import SessionView
 
-from .huge_logs import ASSISTANT_UNIT, MB, RESULT_UNIT, HugeLog, write_huge_log
+from .huge_logs import ASSISTANT_UNIT, MB, RESULT_UNIT, HugeLog, write_huge_log, zstd_copy
 
 HEADER = (
     b'{"type":"session","version":0,"delegationDepth":0,"id":"crashed","createdAt":1,"cwd":"/w"}\n'
@@ -136,9 +136,19 @@ def test_a_first_line_longer_than_a_header_is_a_bad_header_in_a_small_log(
 
 
 @pytest.fixture(scope="module")
-def huge(tmp_path_factory: pytest.TempPathFactory) -> HugeLog:
+def huge_raw(tmp_path_factory: pytest.TempPathFactory) -> HugeLog:
     """The huge log, written once for this module (in chunks: never held whole)."""
     return write_huge_log(tmp_path_factory.mktemp("huge") / "root")
+
+
+@pytest.fixture(scope="module", params=["raw", "zstd"])
+def huge(
+    request: pytest.FixtureRequest, huge_raw: HugeLog, tmp_path_factory: pytest.TempPathFactory
+) -> HugeLog:
+    """The huge log raw, then as a zstd log of a few KB that inflates to 240 MB."""
+    if request.param == "raw":
+        return huge_raw
+    return zstd_copy(huge_raw, tmp_path_factory.mktemp("huge-zstd") / "root")
 
 
 def _view(log: HugeLog) -> SessionView:
