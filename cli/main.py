@@ -12,20 +12,28 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import math
 import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn
 
 import orjson
-from turnline.core.lineage import link_sessions
-from turnline.core.logfile import encoding_of
+from turnline.core.lineage import Links, link_key, link_sessions
 from turnline.core.parallel import start_pool, stop_pool
-from turnline.core.root import RootError, SessionLookupError, SessionRoot
+from turnline.core.root import (
+    RootError,
+    SessionLookupError,
+    SessionRoot,
+    has_session_header,
+    is_log_name,
+    layout_session_id,
+    no_sessions_message,
+)
 from turnline.core.store import SessionForkError
-from turnline.core.summary import state_json, state_link_key
+from turnline.core.summary import HeaderState, SummaryState, state_json, state_link_key
 from turnline.core.textsafe import one_line
 from turnline.core.view import SessionView
 
@@ -86,7 +94,10 @@ def _print_json(value: Any, *, floats: bool = True) -> None:
 
 
 def _json_bytes(value: Any, floats: bool = True) -> bytes:
-    """`json.dumps(value, ensure_ascii=False, indent=2)` + newline, as UTF-8 bytes.
+    """`json.dumps(value, ensure_ascii=False, indent=2)` + newline, as UTF-8 bytes, and
+    always strict JSON: a float that is not finite (a log's `1e400` reads as infinity,
+    as `JSON.parse` reads it) is written as `null`, as `JSON.stringify` and orjson
+    write it, never as `Infinity` or `NaN`.
 
     orjson writes exactly those bytes (same layout and escapes) about ten times faster,
     except for floats (`1e-05` vs `0.00001`), integers beyond 64 bits and lone
@@ -102,8 +113,50 @@ def _json_bytes(value: Any, floats: bool = True) -> bytes:
     # string literal is exactly their JSON escape, so the output stays valid JSON.
     import json  # only for the rare value above: keeps the module off every start
 
-    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    text = json.dumps(_finite(value), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     return text.encode("utf-8", "backslashreplace")
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by None (iterative: a log's
+    JSON can nest deeper than the recursion limit)."""
+    if not _has_nonfinite(value):
+        return value  # the common case: nothing copied
+    root: list[Any] = [value]
+    # (container copy, key or index into it, original value)
+    work: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while work:
+        target, key, item = work.pop()
+        kind = type(item)
+        if kind is dict:
+            copy: Any = dict(item)
+            for k, v in item.items():
+                work.append((copy, k, v))
+        elif kind is list or kind is tuple:
+            copy = list(item)
+            for i, v in enumerate(item):
+                work.append((copy, i, v))
+        elif isinstance(item, float) and not math.isfinite(item):
+            copy = None
+        else:
+            copy = item
+        target[key] = copy
+    return root[0]
+
+
+def _has_nonfinite(value: Any) -> bool:
+    """True if an infinite or NaN float sits anywhere in a JSON-shaped value."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
+    return False
 
 
 def _has_float(value: Any) -> bool:
@@ -135,21 +188,26 @@ def default_root() -> Path:
     """`$DSH_HOME/sessions` if it exists, else `~/.dsh/sessions` if that exists.
 
     Raises:
-        CliError: ROOT_NOT_FOUND naming both places and pointing to `turnline demo`.
+        CliError: ROOT_NOT_FOUND naming each path tried, how to pass a root, and
+            `turnline demo`.
     """
-    candidates: list[Path] = []
+    candidates: list[tuple[str, Path]] = []
     dsh_home = os.environ.get("DSH_HOME")
     if dsh_home:
-        candidates.append(Path(dsh_home) / "sessions")
-    candidates.append(Path.home() / ".dsh" / "sessions")
-    for candidate in candidates:
+        candidates.append(("$DSH_HOME/sessions", Path(dsh_home) / "sessions"))
+    candidates.append(("~/.dsh/sessions", Path.home() / ".dsh" / "sessions"))
+    for _, candidate in candidates:
         if candidate.is_dir():
             return candidate
-    tried = " nor ".join(str(c) for c in candidates)
+    tried = " and ".join(
+        f"{name} ({path}{'' if not path.exists() else ', not a folder'})"
+        for name, path in candidates
+    )
     raise CliError(
         "ROOT_NOT_FOUND",
-        f"no session root given and neither {tried} exists; pass ROOT, or run "
-        "`turnline demo` to browse a generated demo root",
+        f"no ROOT was given and no default session root exists: tried {tried}. "
+        "Pass a folder of dsh logs (or one log file) as ROOT, e.g. `turnline ls PATH`, "
+        "or set $DSH_HOME; `turnline demo` opens a generated demo root",
     )
 
 
@@ -159,21 +217,102 @@ def _open_root(path: str | None) -> SessionRoot:
 
 def _root_and_session(first: str, second: str | None) -> tuple[SessionRoot, str]:
     """Split `[ROOT] SESSION`: two positionals are ROOT SESSION; one is SESSION, unless it
-    is an existing log file, which is then opened as its own root."""
+    is an existing file, which is then opened as its own root if it is a session log
+    (and refused as not one if it is not: the default root has nothing to do with it).
+
+    Raises:
+        CliError: NOT_A_LOG for a lone file that is not a log; NOT_A_SESSION for a lone
+            folder when there is no default root to look the name up in.
+    """
     if second is not None:
         return _open_root(first), second
     candidate = Path(first)
-    if encoding_of(candidate) is not None and candidate.is_file():
+    is_file, is_dir = _kind_of(first)
+    if is_file:
+        why = _not_a_log(candidate)
+        if why is not None:
+            raise CliError("NOT_A_LOG", f"{first} is not a session log: {why}")
         return SessionRoot(candidate), first
+    if is_dir:
+        try:
+            default = default_root()
+        except CliError:
+            raise CliError("NOT_A_SESSION", _folder_message(first, candidate)) from None
+        return SessionRoot(default), first
     return _open_root(None), first
+
+
+def _kind_of(name: str) -> tuple[bool, bool]:
+    """(is a file, is a folder) for a positional: neither for "" (`Path("")` would be the
+    current folder) or a name no path can have (too long, say)."""
+    if not name:
+        return False, False
+    path = Path(name)
+    try:
+        return path.is_file(), path.is_dir()
+    except (OSError, ValueError):
+        return False, False
+
+
+def _not_a_log(path: Path) -> str | None:
+    """Why the file at `path` is not a session log, or None if it is one: a log's name
+    ends in .jsonl or .jsonl.zstd, and it sits in the dsh layout or starts with a
+    session header (what discovery under a root accepts)."""
+    if not is_log_name(path.name):
+        return (
+            "a dsh session log is a .jsonl or .jsonl.zstd file whose first line is a session header"
+        )
+    if layout_session_id(path) is not None:
+        return None  # a log of the layout, even with a broken header: `show` reports that
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if has_session_header(path):
+        return None
+    return "its first line is not a dsh session header"
+
+
+def _folder_message(first: str, folder: Path) -> str:
+    """What to say when a lone positional names a folder and no default root exists."""
+    if _holds_no_log(folder):
+        return f"{first} is a folder with no session logs in it, not a session"
+    return (
+        f"{first} is a folder, not a session; to use it as ROOT, name a SESSION after it "
+        f"(`turnline ls {first}` lists them)"
+    )
+
+
+def _holds_no_log(folder: Path, budget: int = 5000) -> bool:
+    """True if no file under `folder` has a log's name, looking at `budget` entries at
+    most (an error message must not walk a whole disk: `turnline show /`); False when
+    one is found or the budget runs out first. Symlinks are not followed."""
+    pending = [folder]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
+                    elif is_log_name(entry.name):
+                        return False
+        except OSError:
+            continue  # an unreadable folder holds nothing we could show
+    return True
 
 
 def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | None:
     """A clearer error when a lone positional is a folder: the SESSION was forgotten."""
-    if second is not None or not Path(first).is_dir():
+    if second is not None or not _kind_of(first)[1]:
         return None
     if isinstance(exc, SessionForkError) and exc.code != "SESSION_NOT_FOUND":
         return None  # the fork itself was refused: that message is the right one
+    if isinstance(exc, CliError) and exc.code in ("NOT_A_LOG", "NOT_A_SESSION"):
+        return None  # already says what the folder is
     code = getattr(exc, "code", "SESSION_NOT_FOUND")
     message = getattr(exc, "message", str(exc))
     return CliError(
@@ -189,21 +328,95 @@ def _problems_of(root: SessionRoot, summary: Any) -> tuple[Any, ...]:
 # -- commands --------------------------------------------------------------------------
 
 
+#: `ls --sort` keys; `path` (the order logs are found in) is the default.
+LS_SORTS: Final = ("path", "created", "last", "title", "turns", "id", "lineage")
+
+
+class _Listed(NamedTuple):
+    """What `ls --sort` orders one log by."""
+
+    id: str
+    title: str | None
+    created: int
+    last: int | None
+    turns: int
+
+
+def _ls_order(
+    listed: Sequence[_Listed], sort: str, reverse: bool, links: Callable[[], Links]
+) -> list[int]:
+    """Indices of `listed` in `ls --sort` order: `created` and `last` newest first
+    (unknown times last), `turns` most first, `title` and `id` alphabetical (untitled
+    last), `lineage` as `tree` draws it, `path` as found. Ties keep the found order;
+    `reverse` flips the whole list."""
+    order = list(range(len(listed)))
+    if sort == "created":
+        order.sort(key=lambda i: (listed[i].created <= 0, -listed[i].created))
+    elif sort == "last":
+        order.sort(key=lambda i: (listed[i].last is None, -(listed[i].last or 0)))
+    elif sort == "turns":
+        order.sort(key=lambda i: -listed[i].turns)
+    elif sort == "title":
+        order.sort(key=lambda i: (listed[i].title is None, (listed[i].title or "").casefold()))
+    elif sort == "id":
+        order.sort(key=lambda i: listed[i].id)
+    elif sort == "lineage":
+        order = _lineage_order(links())
+    if reverse:
+        order.reverse()
+    return order
+
+
+def _lineage_order(links: Links) -> list[int]:
+    """Every index in the order `turnline tree` draws the sessions: each root (oldest
+    first) followed by its descendants depth first, then the children of missing
+    parents. Iterative: a lineage chain can be deeper than the recursion limit."""
+    rank = {i: r for r, i in enumerate(links.order)}
+    children: dict[int, list[int]] = {}
+    for child, parent in links.parent.items():
+        children.setdefault(parent, []).append(child)
+    in_missing = {i for kids in links.missing.values() for i in kids}
+    tops = [i for i in links.order if i not in links.parent and i not in in_missing]
+    for kids in links.missing.values():
+        tops.extend(kids)
+    out: list[int] = []
+    seen: set[int] = set()
+    stack = tops[::-1]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        out.append(i)
+        stack.extend(sorted(children.get(i, ()), key=rank.__getitem__, reverse=True))
+    out.extend(i for i in links.order if i not in seen)  # nothing, unless a cycle slipped
+    return out
+
+
+def _ls_width() -> int | None:
+    """The terminal's width for `ls` (`$COLUMNS` first), None when stdout is no
+    terminal and `$COLUMNS` is unset: then the table is not fitted to a guess."""
+    columns = shutil.get_terminal_size((0, 0)).columns
+    return columns if columns > 0 else None
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
-    """`turnline ls [ROOT] [--json]`."""
+    """`turnline ls [ROOT] [--sort KEY] [--reverse] [--json]`."""
     root = _open_root(args.root)
+    sort: str = args.sort
     if args.json:
         # Straight from the scan's plain values to JSON: no summary objects, and the
         # lineage rules run on plain values too (ten thousand logs: a third faster).
         found, _ = root.scan_plain()
         links = link_sessions([state_link_key(path, state) for path, state in found])
+        order: Sequence[int] = range(len(found))
+        if sort != "path" or args.reverse:
+            listed = [_listed_state(state) for _, state in found]
+            order = _ls_order(listed, sort, args.reverse, lambda: links)
         # Listing entries hold only strings, integers, booleans and None (the header's
         # numbers are integers by `parse_header`), so the float walk is skipped.
         _print_json(
-            [
-                state_json(path, state, links.problems.get(i, ()))
-                for i, (path, state) in enumerate(found)
-            ],
+            [state_json(found[i][0], found[i][1], links.problems.get(i, ())) for i in order],
             floats=False,
         )
         return 0
@@ -211,11 +424,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for folder, why in root.scan_problems:
         _write(sys.stderr, f"turnline: cannot list {one_line(str(folder))}: {one_line(why)}\n")
     if not summaries:
-        _print_lines([f"no sessions under {one_line(str(root.path))}"])
+        _print_lines([no_sessions_message(root.path)])
         return 0
-    entries = [(s, root.problems_of(s)) for s in summaries]
-    _print_lines(render.ls_lines(entries, _width()))
+    texts = [_Listed(s.id, s.title, s.created_at, s.last_activity, s.turns) for s in summaries]
+    ranked = _ls_order(
+        texts, sort, args.reverse, lambda: link_sessions([link_key(s) for s in summaries])
+    )
+    entries = [(summaries[i], root.problems_of(summaries[i])) for i in ranked]
+    _print_lines(render.ls_lines(entries, _ls_width()))
     return 0
+
+
+def _listed_state(state: tuple[Any, ...]) -> _Listed:
+    """`_Listed` of a summary given as `SessionSummary.to_state` values."""
+    st = SummaryState._make(state)
+    created = HeaderState._make(st.header).created_at if st.header is not None else 0
+    return _Listed(st.id, st.title, created, st.last_activity, st.turns)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -297,7 +521,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     root = _open_root(args.root)
     root.scan()
     lines = render.tree_lines(root.lineage(), root.path)
-    _print_lines(lines or [f"no sessions under {one_line(str(root.path))}"])
+    _print_lines(lines or [no_sessions_message(root.path)])
     return 0
 
 
@@ -398,7 +622,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
     only = root.resolve(ref) if ref is not None else None
     usage = root_usage(root, only)
     if args.json:
-        _print_json(usage.to_json_dict(prices))
+        # Without a price table every cost is null: the document holds no float.
+        _print_json(usage.to_json_dict(prices), floats=prices is not None)
         return 0
     rows: list[tuple[str, UsageTotals]] = []
     if args.by == "session":
@@ -548,7 +773,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     writer = live_writer(demo.live_path)
     writer.start()
     try:
-        status = run_app(demo.path, poll=args.poll)
+        status = run_app(demo.path, poll=args.poll, subtitle=f"demo · {demo.path}")
     finally:
         writer.stop()
         if temporary and not args.keep:
@@ -611,6 +836,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("ls", help="one line (or JSON entry) per session")
     ls.add_argument("root", nargs="?", metavar="ROOT", help="a folder of logs, or one log")
+    ls.add_argument(
+        "--sort",
+        choices=LS_SORTS,
+        default="path",
+        help="order: path (as found, the default), created or last (newest first), "
+        "title, turns (most first), id, lineage (as `tree` draws it)",
+    )
+    ls.add_argument("--reverse", action="store_true", help="reverse the order")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=cmd_ls)
 

@@ -7,14 +7,16 @@ can never drive the terminal. These functions only build lines; `main` prints th
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
-from turnline.core.textsafe import one_line
+from turnline.core.textsafe import ELLIPSIS, one_line
 from turnline.core.timeline import Turn
 from turnline.core.usage import compact_tokens
 from turnline.core.usage import format_cost as _cost
@@ -32,22 +34,24 @@ def short_id(session_id: str) -> str:
 
 
 def _table(rows: Sequence[Sequence[str]], right: Iterable[int] = ()) -> list[str]:
-    """Align columns; the last column is left ragged so long titles need no padding."""
+    """Align columns by terminal cells (a CJK character takes two); the last column is
+    left ragged so long titles need no padding."""
     if not rows:
         return []
     right_cols = set(right)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(cells(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
-        cells = []
+        parts = []
         for i, cell in enumerate(row):
+            pad = " " * (widths[i] - cells(cell))
             if i == len(row) - 1:
-                cells.append(cell)
+                parts.append(cell)
             elif i in right_cols:
-                cells.append(cell.rjust(widths[i]))
+                parts.append(pad + cell)
             else:
-                cells.append(cell.ljust(widths[i]))
-        lines.append("  ".join(cells).rstrip())
+                parts.append(cell + pad)
+        lines.append("  ".join(parts).rstrip())
     return lines
 
 
@@ -71,26 +75,90 @@ def session_flags(summary: SessionSummary, problems: Sequence[LogProblem]) -> st
     return ",".join(flags) or "-"
 
 
+#: `ls` columns left out on a narrow terminal, first to go first (ID and TITLE stay).
+LS_OPTIONAL: Final = ("EVENTS", "CREATED", "FLAGS", "TURNS", "LAST")
+#: The fewest cells `ls` cuts a title to before it leaves out a column.
+TITLE_MIN: Final = 20
+#: The cells a title gets when the output is not fitted to a terminal.
+TITLE_MAX: Final = 100
+
+
+def local_time(ms: int | None) -> str:
+    """Epoch ms as local `YYYY-MM-DD HH:MM`; `-` for none (0 or None) or for a time a
+    calendar cannot hold (a log's `1e300`)."""
+    if not ms:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "-"
+
+
+def cells(text: str) -> int:
+    """Terminal cells `text` takes: wide (CJK) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    total = 0
+    for char in text:
+        if unicodedata.combining(char):
+            continue
+        total += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+    return total
+
+
+def fit(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` cells, ending with `…` when cut."""
+    if cells(text) <= limit:
+        return text
+    out: list[str] = []
+    used = 0
+    for char in text:
+        width = cells(char)
+        if used + width > limit - 1:
+            break
+        out.append(char)
+        used += width
+    return "".join(out) + ELLIPSIS if limit > 0 else ""
+
+
 def ls_lines(
-    entries: Sequence[tuple[SessionSummary, Sequence[LogProblem]]], width: int
+    entries: Sequence[tuple[SessionSummary, Sequence[LogProblem]]], width: int | None
 ) -> list[str]:
-    """The `ls` table: one row per session, titles cut to fit `width` columns."""
-    rows: list[list[str]] = [["ID", "TURNS", "EVENTS", "FLAGS", "TITLE"]]
-    for summary, problems in entries:
-        rows.append(
-            [
-                short_id(summary.id),
-                str(summary.turns),
-                str(summary.events),
-                session_flags(summary, problems),
-                "",
-            ]
-        )
-    fixed = [max(len(r[i]) for r in rows) for i in range(4)]
-    title_width = max(width - sum(fixed) - 2 * 4, 20)
-    for row, (summary, _) in zip(rows[1:], entries, strict=True):
-        row[4] = one_line(summary.title or "", title_width) or "(untitled)"
-    return _table(rows, right=(1, 2))
+    """The `ls` table: one row per session, in the order given.
+
+    Ids are never cut. With a terminal `width`, the title is cut to fit it, and when
+    even a `TITLE_MIN`-cell title does not fit, columns are left out in the order of
+    `LS_OPTIONAL`; with None (not a terminal) every column is shown and titles are cut
+    at `TITLE_MAX` cells.
+    """
+    columns: dict[str, list[str]] = {
+        "ID": [one_line(s.id) for s, _ in entries],
+        "TURNS": [str(s.turns) for s, _ in entries],
+        "EVENTS": [str(s.events) for s, _ in entries],
+        "CREATED": [local_time(s.created_at) for s, _ in entries],
+        "LAST": [local_time(s.last_activity) for s, _ in entries],
+        "FLAGS": [session_flags(s, problems) for s, problems in entries],
+    }
+    shown = list(columns)
+    # Each column's cells and the gap after it.
+    span = {name: max([len(name), *map(cells, values)]) + 2 for name, values in columns.items()}
+
+    def used() -> int:  # cells of the shown columns and their gaps before the title
+        return sum(span[name] for name in shown)
+
+    if width is None:
+        title_width = TITLE_MAX
+    else:
+        for name in LS_OPTIONAL:
+            if width - used() >= TITLE_MIN:
+                break
+            shown.remove(name)
+        title_width = max(width - used(), TITLE_MIN)
+    titles = [fit(one_line(s.title or ""), title_width) or "(untitled)" for s, _ in entries]
+    rows = [[*shown, "TITLE"]]
+    rows += [[*(columns[name][i] for name in shown), titles[i]] for i in range(len(entries))]
+    right = [i for i, name in enumerate(shown) if name in ("TURNS", "EVENTS")]
+    return _table(rows, right=right)
 
 
 def _tools(tools: Sequence[str]) -> str:

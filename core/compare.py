@@ -12,16 +12,18 @@ Rows pair each side's k-th turn after the split, by position.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from .content import StepUsage, TokenUsage, ToolCall, TurnError, turn_blocks
+from .content import TokenUsage, ToolCall, TurnError, turn_blocks
 from .root import LoadedSession, SessionRoot
 from .summary import SessionSummary
 from .timeline import Turn
+from .usage import UsageFold
 
 #: dsh's file tools and the argument that names the file.
 FILE_ARGUMENTS: dict[str, tuple[str, ...]] = {
@@ -184,30 +186,35 @@ def compare(root: SessionRoot, left: SessionSummary, right: SessionSummary) -> C
 
 
 def side(root: SessionRoot, summary: SessionSummary, diverged: int) -> Side:
-    """One session's turns from seq `diverged` on, with their totals."""
+    """One session's turns from seq `diverged` on, with their totals.
+
+    The tokens are `core.usage`'s fold (the rule `usage` and the usage screen count
+    by) of the events from `diverged` on, taken as the side's own: a sample outside
+    any turn (a headless log writes no turn/start) counts too.
+    """
     loaded = root.load(summary)
     turns = tuple(t for t in loaded.timeline.turns if t.first_seq >= diverged)
-    tokens = TokenUsage()
+    fold = UsageFold(diverged).feed(loaded.events_between(diverged, None))
     tools: Counter[str] = Counter()
     errors = 0
     wall = 0
     files: dict[str, None] = {}
     for turn in turns:
         if turn.started is not None and turn.ended is not None:
-            wall += max(0, int(turn.ended - turn.started))
+            span = turn.ended - turn.started  # infinite or NaN for a log's `1e400`
+            wall += max(0, int(span)) if math.isfinite(span) else 0
         for block in turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)):
-            if isinstance(block, StepUsage):
-                tokens = tokens + block.usage
-            elif isinstance(block, TurnError):
+            if isinstance(block, TurnError):
                 errors += 1
             elif isinstance(block, ToolCall):
                 tools[block.name] += 1
                 for name in touched_files(block):
                     files.setdefault(name, None)
+    buckets = fold.own().buckets()
     return Side(
         summary=summary,
         turns=turns,
-        tokens=tokens,
+        tokens=TokenUsage(*buckets[:5]),
         tool_calls=dict(sorted(tools.items())),
         errors=errors,
         wall_ms=wall,

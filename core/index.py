@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
-from typing import Final, overload
+from typing import Any, Final, overload
 
 import orjson
 import zstandard
@@ -63,6 +63,7 @@ from .logfile import (
 from .longline import LONG_LINE, LinePlace, LongRecord, zstd_inflates_past
 from .longline import lines as long_lines
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .parallel import discard_broken, pool_for_work
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
     MAX_HEADER_LINE,
@@ -618,25 +619,32 @@ def _scan_rest_for_turn_end(fd: int, start: int, size: int) -> bool:
     return False
 
 
-def _index_raw(ix: _Indexer, fd: int, size: int) -> None:
+def _index_raw(ix: _Indexer, fd: int, size: int, *, split: bool = True) -> bool:
+    """Index a raw log; False when a split's halves did not meet (`ix` is then spent:
+    index again with a fresh one and `split=False`)."""
     ix._size = max(size, 1)
     # At most a header's worth (see `records.MAX_HEADER_LINE`): a longer first line
     # is a bad header, which the full reader names (`_from_full_read`).
     first = _pread_all(fd, min(size, MAX_HEADER_LINE + 1), 0)
     nl = first.find(b"\n")
     if nl < 0 and len(first) > MAX_HEADER_LINE:
-        return
+        return True
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
-        return
+        return True
     if nl < 0:
         # Only a header line in progress: LogReader keeps it as a torn tail.
         ix.set_tail(torn_line_message(len(first)))
-        return
+        return True
     if not ix.take_header(first[:nl]):
-        return
+        return True
     ix.offset = nl + 1
+    if split:
+        joined = _index_raw_split(ix, fd, size, first[:nl])
+        if joined is not None:
+            return joined
     _index_raw_lines(ix, fd, nl + 1, size)
+    return True
 
 
 def _index_raw_lines(
@@ -699,6 +707,193 @@ def _index_raw_lines(
     ix.set_tail(None)
     if pos < size:
         ix.set_tail(torn_line_message(size - pos))
+
+
+#: Raw logs from this size are indexed in two halves at once, the second half in the
+#: process pool, when the pool can be used (a headless command, or the app's pool
+#: started before Textual).
+SPLIT_THRESHOLD: Final = 32 << 20
+
+
+def _split_point(fd: int, start: int, size: int) -> tuple[int, int] | None:
+    """(offset just past the first `turn/end` line at or after `start`, that line's
+    seq), or None if there is none (as dsh writes one) or it does not decode."""
+    pos = start
+    marker = b"\n" + TURN_END_LINE
+    while pos < size:
+        chunk = os.pread(fd, 1 << 20, pos)
+        if not chunk:
+            return None
+        k = chunk.find(marker)
+        if k >= 0:
+            data = _read_line(fd, pos + k + 1, size)  # from the line's start, past its end
+            nl = data.find(b"\n")
+            if nl < 0:
+                return None
+            line = data[: nl + 1]
+            try:
+                seq = orjson.loads(line).get("seq")
+            except (orjson.JSONDecodeError, AttributeError):
+                return None
+            if type(seq) is not int:
+                return None
+            return pos + k + 1 + len(line), seq
+        pos += max(len(chunk) - len(marker), 1)
+    return None
+
+
+def _read_line(fd: int, pos: int, size: int) -> bytes:
+    """Bytes from `pos` through the first newline after it (or to the end)."""
+    parts: list[bytes] = []
+    while pos < size:
+        chunk = os.pread(fd, BLOCK_SIZE, pos)
+        if not chunk:
+            break
+        parts.append(chunk)
+        pos += len(chunk)
+        if b"\n" in chunk:
+            break
+    return b"".join(parts)
+
+
+def _index_raw_split(ix: _Indexer, fd: int, size: int, header_line: bytes) -> bool | None:
+    """Index a big raw log's records (`ix` has taken its header, `ix.offset` is past
+    it) with a pool worker taking the second half: True when `ix` holds the result;
+    None when the log is not split (`ix` is untouched: index on serially); False when
+    the halves do not meet (the caller then indexes it again with a fresh `_Indexer`).
+
+    The worker starts after a `turn/end` line past the middle, assuming the first
+    half is clean: the seq after that line comes next and no turn is open. The halves
+    are joined only when both are free of problems and the first half ends exactly as
+    the worker assumed, so the result is always the serial one.
+    """
+    if size < SPLIT_THRESHOLD:
+        return None
+    pool = pool_for_work()
+    if pool is None:
+        return None
+    found = _split_point(fd, size // 2, size)
+    if found is None or found[0] >= size:
+        return None
+    split, end_seq = found
+    task = (str(ix.path), header_line, split, end_seq, ix.block_size)
+    try:
+        future = pool.submit(_second_half_state, task)
+    except Exception:  # a broken or stopped pool: index serially
+        return None
+    header_problems = list(ix.problems)  # e.g. a missing version: both halves have them
+    try:
+        ix._size = max(split, 1)
+        _index_raw_lines(ix, fd, ix.offset, size, limit=split)
+    except BaseException:  # cancelled (or worse): the second half is not waited for
+        future.cancel()  # (a task that has started runs on; its answer is dropped)
+        raise
+    if not _first_half_clean(ix, split, end_seq, header_problems):
+        future.cancel()  # the halves cannot be joined: do not wait for the second
+        return False
+    try:
+        state = future.result()
+    except Exception:  # a dead worker, a broken pool: index serially
+        discard_broken(pool)
+        return False
+    return _join(ix, state, split, end_seq, header_problems)
+
+
+#: What a pool worker sends back of the second half's `_Indexer` (see `_half_state`).
+_HalfState = tuple[Any, ...]
+
+
+def _second_half_state(task: tuple[str, bytes, int, int, int]) -> _HalfState | None:
+    """In a pool worker: index the records of `path` from `split` on, as a clean first
+    half ending with the `turn/end` of seq `end_seq` would leave the indexer."""
+    path, header_line, split, end_seq, block_size = task
+    later = _later_half(path, header_line, split, end_seq, block_size)
+    if later is None:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _index_raw_lines(later, fd, split, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return _half_state(later)
+
+
+def _later_half(
+    path: str, header_line: bytes, split: int, end_seq: int, block_size: int
+) -> _Indexer | None:
+    """An indexer for the records from `split` on, set as a clean first half ending with
+    the `turn/end` of seq `end_seq` would leave it; None if the header does not parse."""
+    later = _Indexer(Path(path), None, None, block_size)
+    if not later.take_header(header_line):
+        return None
+    later.offset = split
+    later.line = 0  # its lines are counted from the split (the header was counted there)
+    later.event_count = later.contiguous = end_seq + 1
+    later.last_seq = end_seq
+    later.builder = later.builder.starting_at(end_seq + 1)
+    return later
+
+
+def _half_state(ix: _Indexer) -> _HalfState:
+    """What the joining process needs of a half's `_Indexer` (picklable)."""
+    return (
+        ix.builder,
+        (ix.event_count, ix.contiguous, ix.last_seq, ix.offset, ix.line),
+        (ix.anchor_seqs, ix.anchor_pos, ix.anchor_skip),
+        ix.end_offsets,
+        (ix.increasing, ix.utf8),
+        ix.tail_problem,
+        ix.problems,
+        ix.stopped,
+        ix.last_line,
+    )
+
+
+def _first_half_clean(
+    ix: _Indexer, split: int, end_seq: int, header_problems: list[LogProblem]
+) -> bool:
+    """True if the first half ends where the second half assumed: no problem beyond
+    the header's, read to `split`, seq `end_seq` last and every seq contiguous."""
+    return (
+        ix.problems == header_problems
+        and not ix.stopped
+        and ix.tail_problem is None
+        and ix.offset == split
+        and (ix.event_count, ix.contiguous, ix.last_seq) == (end_seq + 1, end_seq + 1, end_seq)
+    )
+
+
+def _join(
+    ix: _Indexer,
+    state: _HalfState | None,
+    split: int,
+    end_seq: int,
+    header_problems: list[LogProblem],
+) -> bool:
+    """Take the second half's state into `ix` (the first half, read up to `split`),
+    if the two meet exactly: both free of problems beyond the header's, and the
+    first half ending where the second assumed (seq `end_seq` last, no turn open)."""
+    if not isinstance(state, tuple) or len(state) != 9:
+        return False
+    if not _first_half_clean(ix, split, end_seq, header_problems):
+        return False
+    builder, counts, anchors, end_offsets, flags, tail, problems, stopped, last_line = state
+    if problems != header_problems or stopped or not ix.builder.continue_with(builder):
+        return False
+    ix.event_count, ix.contiguous, ix.last_seq, ix.offset, lines = counts
+    ix.anchor_seqs.extend(anchors[0])
+    ix.anchor_pos.extend(anchors[1])
+    ix.anchor_skip.extend(anchors[2])
+    ix.end_offsets.update(end_offsets)
+    ix.increasing = ix.increasing and flags[0]
+    ix.utf8 = ix.utf8 and flags[1]
+    if tail is not None:
+        tail = LogProblem(tail.kind, tail.message, seq=tail.seq, line=tail.line + ix.line)
+    ix.tail_problem = tail
+    ix.line += lines
+    if last_line is not None:
+        ix.last_line = last_line
+    return True
 
 
 def _pread_all(fd: int, n: int, pos: int) -> bytes:
@@ -866,14 +1061,21 @@ def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> b
     return True
 
 
-def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
-    """Index a zstd log's frames, the header frame first."""
-    ix._size = max(size, 1)
+def _index_zstd(
+    ix: _Indexer, fd: int, size: int, *, start: int = 0, split_at: int | None = None
+) -> tuple[int, int] | None:
+    """Index a zstd log's frames from compressed offset `start` (0: the header frame).
+
+    With `split_at`, stop after the first frame that ends at or past it with a
+    `turn/end` line (see `_index_zstd_split`) and return (where it ends, that line's
+    seq); otherwise (and if reading stops before) return None.
+    """
+    ix._size = max(size if split_at is None else split_at, 1)  # progress: of this half
     if size == 0:
         ix.problems.append(LogProblem(ProblemKind.EMPTY, "the log file is empty"))
         return None
     reader = _FrameReader(fd, size)
-    pos = 0
+    pos = start
     batch: list[bytes] = []
     frames: list[_Frame] = []
     batch_lines = batch_bytes = 0
@@ -959,11 +1161,150 @@ def _index_zstd(ix: _Indexer, fd: int, size: int) -> None:
         batch_bytes += len(content)
         line_base += 1
         pos += used
+        if split_at is not None and split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return (pos, seq) if flush() else None
         if batch_bytes >= ix.block_size and not flush():
             return None
     if flush():
         ix.set_tail(None)
     return None
+
+
+def _turn_end_seq_at_end(content: bytes) -> int | None:
+    """The seq of `content`'s last line if it is a `turn/end` record (as dsh writes one)."""
+    last = content[content.rfind(b"\n", 0, len(content) - 1) + 1 :]
+    if not last.startswith(TURN_END_LINE):
+        return None
+    try:
+        seq = orjson.loads(last).get("seq")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return seq if type(seq) is int else None
+
+
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+
+
+def _frame_end(reader: _FrameReader, pos: int) -> int | None:
+    """Where the zstd frame at `pos` ends, from its frame and block headers (nothing
+    decompressed); None if the bytes there are not a whole plain zstd frame."""
+    head = reader._ensure(pos, 18)
+    if len(head) < 6 or bytes(head[:4]) != _ZSTD_MAGIC:
+        return None
+    try:
+        at = pos + zstandard.frame_header_size(bytes(head[:18]))
+    except zstandard.ZstdError:
+        return None
+    checksum = 4 if head[4] & 0x04 else 0
+    while True:
+        block = reader._ensure(at, 3)
+        if len(block) < 3:
+            return None
+        h = block[0] | block[1] << 8 | block[2] << 16
+        kind, length = (h >> 1) & 3, h >> 3
+        if kind == 3:
+            return None
+        at += 3 + (1 if kind == 1 else length)
+        if h & 1:
+            end = at + checksum
+            return end if end <= reader.size else None
+
+
+def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, bytes] | None:
+    """Where `_index_zstd(split_at=...)` stops, found without indexing: frames before
+    the middle are skipped by their headers, the ones after decoded until one ends
+    with a turn/end. (offset, that line's seq, the header line), or None."""
+    reader = _FrameReader(fd, size)
+    pos = 0
+    header: bytes | None = None
+    while pos < size:
+        if header is not None:
+            end = _frame_end(reader, pos)
+            if end is None:
+                return None
+            if end < split_at:
+                pos = end
+                continue
+        got = reader.frame(pos)
+        if got is None or isinstance(got, (str, _BigFrame)):
+            return None
+        content, used = got
+        pos += used
+        if header is None:
+            if content:
+                nl = content.find(b"\n")
+                if nl < 0:
+                    return None
+                header = content[:nl]
+            continue
+        if split_at <= pos < size:
+            seq = _turn_end_seq_at_end(content)
+            if seq is not None:
+                return pos, seq, header
+    return None
+
+
+#: zstd logs from this compressed size are indexed in two halves at once.
+ZSTD_SPLIT_THRESHOLD: Final = SPLIT_THRESHOLD // 4
+
+
+def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
+    """`_index_raw_split` for a zstd log: True when `ix` holds the whole result.
+
+    This process indexes frames until the first frame past the middle that ends with
+    a `turn/end`; the pool worker finds that same frame by decoding (not indexing) the
+    first half, and indexes from there. If this process never gets there (no such
+    frame, or it stopped at a problem) it read the whole log: its result stands.
+    """
+    if size < ZSTD_SPLIT_THRESHOLD:
+        return False
+    pool = pool_for_work()
+    if pool is None:
+        return False
+    split_at = size // 2
+    try:
+        future = pool.submit(_zstd_second_half, (str(ix.path), split_at, ix.block_size))
+    except Exception:  # a broken or stopped pool: index serially
+        return False
+    try:
+        stopped_at = _index_zstd(ix, fd, size, split_at=split_at)
+    except BaseException:  # cancelled (or worse): the second half is not waited for
+        future.cancel()
+        raise
+    if stopped_at is None:
+        future.cancel()
+        return True  # no split on the way: this is the serial result
+    try:
+        reply = future.result()
+    except Exception:  # a dead worker, a broken pool: index serially
+        discard_broken(pool)
+        return False
+    if not isinstance(reply, tuple) or len(reply) != 3 or reply[0] != stopped_at[0]:
+        return False
+    return _join(ix, reply[2], stopped_at[0], stopped_at[1], reply[1])
+
+
+def _zstd_second_half(task: tuple[str, int, int]) -> tuple[Any, ...] | None:
+    """In a pool worker: find where `_index_zstd(split_at=...)` stops and index the
+    frames after it; (that offset, the header's problems, the half's state)."""
+    path, split_at, block_size = task
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        found = _zstd_split_point(fd, size, split_at)
+        if found is None:
+            return None
+        split, end_seq, header_line = found
+        later = _later_half(path, header_line, split, end_seq, block_size)
+        if later is None:
+            return None
+        header_problems = list(later.problems)
+        _index_zstd(later, fd, size, start=split)
+    finally:
+        os.close(fd)
+    return split, header_problems, _half_state(later)
 
 
 # -- the result ----------------------------------------------------------------------
@@ -1242,9 +1583,12 @@ def index_log(
             st = os.fstat(fd)
             mtime = st.st_mtime
             if ix.encoding is Encoding.ZSTD:
-                _index_zstd(ix, fd, st.st_size)
-            else:
-                _index_raw(ix, fd, st.st_size)
+                if not _index_zstd_split(ix, fd, st.st_size):
+                    ix = _Indexer(path, progress, cancel, block_size)  # (a split began)
+                    _index_zstd(ix, fd, st.st_size)
+            elif not _index_raw(ix, fd, st.st_size):
+                ix = _Indexer(path, progress, cancel, block_size)  # the halves did not meet
+                _index_raw(ix, fd, st.st_size, split=False)
         except OSError as exc:
             ix.problems.append(
                 LogProblem(

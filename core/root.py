@@ -61,6 +61,7 @@ from .summary import (
     summary_state,
     title_between,
 )
+from .textsafe import one_line
 from .timeline import Timeline, TimelineBuilder
 from .writer import (
     TEMP_PREFIX,
@@ -89,6 +90,12 @@ class RootError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def no_sessions_message(path: Path) -> str:
+    """What the CLI and the app say of a root that holds no session log (one sentence,
+    in one place, so both say the same; the path made safe to print)."""
+    return f"no sessions under {one_line(str(path))}"
 
 
 class SessionLookupError(LookupError):
@@ -823,9 +830,12 @@ class SessionRoot:
                     f"{len(prefixed)} logs claim session id {ids[0]}; name one by its path: "
                     + ", ".join(str(s.path) for s in prefixed),
                 )
+            # Count sessions, not logs: copied logs claim one id several times.
+            logs = f" ({len(prefixed)} logs)" if len(prefixed) > len(ids) else ""
+            more = f", … {len(ids) - 10} more" if len(ids) > 10 else ""
             raise SessionLookupError(
                 "AMBIGUOUS_SESSION",
-                f"{ref!r} matches {len(prefixed)} sessions: " + ", ".join(ids[:10]),
+                f"{ref!r} matches {len(ids)} sessions{logs}: " + ", ".join(ids[:10]) + more,
             )
         raise SessionLookupError("SESSION_NOT_FOUND", f"no session {ref!r} under {self.path}")
 

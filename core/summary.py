@@ -10,6 +10,7 @@ exact either way.
 from __future__ import annotations
 
 import codecs
+import math
 import mmap
 import os
 from collections.abc import Iterable
@@ -533,8 +534,17 @@ def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
     return expected, last, kinds
 
 
-def activity_of(time: float) -> int:
-    """`SessionSummary.last_activity` of an event time (whole epoch ms)."""
+#: Epoch ms of 0001-01-01 and of 9999-12-31 23:59:59.999: the instants a calendar holds.
+_FIRST_MS: Final = -62_135_596_800_000
+_LAST_MS: Final = 253_402_300_799_999
+
+
+def activity_of(time: float) -> int | None:
+    """`SessionSummary.last_activity` of an event time (whole epoch ms); None for a time
+    that is no instant: not finite (`1e400` reads as infinity, as `JSON.parse` reads
+    it) or beyond the calendar's years 1 to 9999 (so it also fits 64 bits)."""
+    if not math.isfinite(time) or not _FIRST_MS <= time <= _LAST_MS:
+        return None
     return int(time)
 
 

@@ -78,11 +78,13 @@ class Turn:
         return self.end_seq is None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The CLI's JSON shape of a turn."""
+        """The CLI's JSON shape of a turn: `startSeq`…`endSeq` are its seqs as `show`
+        prints them (`first_seq`, lead-in included), `turnStartSeq` its `turn/start`."""
         return {
             "turn": self.number,
-            "startSeq": self.start_seq,
+            "startSeq": self.first_seq,
             "endSeq": self.end_seq,
+            "turnStartSeq": self.start_seq,
             "reason": self.reason,
             "steps": self.steps,
             "tools": list(self.tools),

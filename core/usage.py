@@ -24,18 +24,23 @@ the day, UTC day): the price table picks a window by the minute, the chart by th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
-from .codec import PACKED_TAGS, RecordError, expand_record
+from .codec import PACKED_TAGS, RecordError, expand_record, parse_header, plain_header_values
 from .content import TokenUsage, header_model, source_model, token_usage
-from .logfile import Encoding, LogReader, encoding_of
+from .lineage import link_sessions
+from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
+from .records import MAX_HEADER_LINE
+from .root import discover, layout_session_id, no_gc
+from .summary import HeaderState
 
 if TYPE_CHECKING:
     from .prices import PriceTable
@@ -60,8 +65,18 @@ def is_unmetered(etype: str) -> bool:
 Key = tuple[str, int, int]
 
 
+def _ms(time: object, default: int) -> int:
+    """An event time as whole milliseconds; `default` for one that is not a finite
+    number (a log may hold `1e400`, read as infinity as JSON.parse does)."""
+    if isinstance(time, int):
+        return time
+    if isinstance(time, float) and math.isfinite(time):
+        return int(time)
+    return default
+
+
 def _key(model: str | None, time: int | float) -> Key:
-    ms = int(time) if isinstance(time, (int, float)) else 0
+    ms = _ms(time, 0)
     day, rest = divmod(ms, _DAY_MS)
     return (model or UNKNOWN_MODEL, day, rest // _MINUTE_MS)
 
@@ -71,7 +86,8 @@ class UsageTotals:
     """One usage object (the issue's U) being summed.
 
     `tokens` maps (model, day, minute) -> [input, output, cacheRead, cacheWrite,
-    reasoning, calls]; the rest are activity counts.
+    reasoning, calls]; the rest are activity counts. A row is never changed in place
+    (copies share rows): to change one, assign a new list.
     """
 
     tokens: dict[Key, list[int]] = field(default_factory=dict)
@@ -82,27 +98,30 @@ class UsageTotals:
     unmetered: dict[str, int] = field(default_factory=dict)
 
     def _apply(self, key: Key, usage: TokenUsage, sign: int, calls: int) -> None:
-        row = self.tokens.get(key)
-        if row is None:
-            row = self.tokens[key] = [0, 0, 0, 0, 0, 0]
-        row[0] += sign * usage.input_tokens
-        row[1] += sign * usage.output_tokens
-        row[2] += sign * usage.cache_read_tokens
-        row[3] += sign * usage.cache_write_tokens
-        row[4] += sign * usage.reasoning_tokens
-        row[5] += calls
-        if not any(row):
+        # A new row, never a change in place: copies share rows (see `copy`).
+        old = self.tokens.get(key)
+        row = [
+            sign * usage.input_tokens,
+            sign * usage.output_tokens,
+            sign * usage.cache_read_tokens,
+            sign * usage.cache_write_tokens,
+            sign * usage.reasoning_tokens,
+            calls,
+        ]
+        if old is not None:
+            row = [a + b for a, b in zip(old, row, strict=True)]
+        if any(row):
+            self.tokens[key] = row
+        elif old is not None:
             del self.tokens[key]
 
     def add(self, other: UsageTotals) -> None:
         """Add another usage object into this one."""
+        tokens = self.tokens
         for key, row in other.tokens.items():
-            mine = self.tokens.get(key)
-            if mine is None:
-                self.tokens[key] = list(row)
-            else:
-                for i, value in enumerate(row):
-                    mine[i] += value
+            mine = tokens.get(key)
+            # Rows are shared between copies: a sum is a new row.
+            tokens[key] = row if mine is None else [a + b for a, b in zip(mine, row, strict=True)]
         self.turns += other.turns
         self.tool_calls += other.tool_calls
         self.errors += other.errors
@@ -111,10 +130,17 @@ class UsageTotals:
             self.unmetered[etype] = self.unmetered.get(etype, 0) + n
 
     def copy(self) -> UsageTotals:
-        """An independent copy."""
-        out = UsageTotals()
-        out.add(self)
-        return out
+        """An independent copy, in time proportional to its number of keys (not its
+        events): the rows are shared, which is safe because no `UsageTotals` method
+        changes a row in place (callers must not either)."""
+        return UsageTotals(
+            dict(self.tokens),
+            self.turns,
+            self.tool_calls,
+            self.errors,
+            self.active_ms,
+            dict(self.unmetered),
+        )
 
     # -- views ----------------------------------------------------------------------
 
@@ -180,9 +206,13 @@ class UsageTotals:
 
     def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
         """The issue's usage object U."""
-        b = self.buckets()
+        models = self.by_model()
+        b = [0, 0, 0, 0, 0, 0]
+        for row in models.values():
+            for i, value in enumerate(row):
+                b[i] += value
         by_model = {}
-        for model, row in sorted(self.by_model().items()):
+        for model, row in sorted(models.items()):
             by_model[model] = {
                 "inputTokens": row[0],
                 "outputTokens": row[1],
@@ -276,7 +306,7 @@ class UsageFold:
         if etype == END_SEED:
             return
         own = seq >= self.seed_length
-        now = int(time) if isinstance(time, (int, float)) else self._last_time
+        now = _ms(time, self._last_time)
         totals = self.own_totals if own else self.inherited_totals
         if etype == "assistant/chunk" or etype == "assistant/message":
             if isinstance(data, dict):
@@ -531,17 +561,19 @@ def fold_log(path: Path, seed_length: int | None, *, fast: bool = True) -> Usage
     line, and an open turn (whose span runs to the log's last event).
     """
     if fast and encoding_of(path) is Encoding.RAW:
-        fold = _fast_fold(path, seed_length)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = None
+        fold = None if data is None else fold_bytes(data, seed_length)
         if fold is not None:
             return fold
     return fold_events(LogReader(path).read().events, seed_length)
 
 
-def _fast_fold(path: Path, seed_length: int | None) -> UsageFold | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
+def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
+    """The fast pass of `fold_log` over a raw log's bytes (header line included), or
+    None when only the full read can say (a torn or bad line, an open turn)."""
     if not data.endswith(b"\n"):
         return None  # a torn tail or an empty file: the reader's rules apply
     fold = UsageFold(seed_length)
@@ -587,8 +619,42 @@ def _fast_fold(path: Path, seed_length: int | None) -> UsageFold | None:
 
 
 def root_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsage:
-    """Usage over every session under a root (or `only` and its subtree)."""
-    summaries = root.scan()
+    """Usage over every session under a root (or `only` and its subtree).
+
+    Over a whole root, each log is read once: its header (id and lineage fields) and
+    its fold come from the same bytes, on all cores (`_log_usage`), and the lineage
+    is linked on plain values; no summary is made. The answer is the one the root's
+    summaries and lineage give (`_summaries_usage`; the tests compare the two).
+    """
+    if only is not None:
+        return _summaries_usage(root, only)
+    if root.single is not None:
+        logs = [(str(root.single), layout_session_id(root.single))]
+    else:
+        logs = [(str(path), sid) for path, sid in discover(root.path)]
+    # Reading and folding ten thousand logs is CPU-bound: spread it over the cores.
+    with no_gc():  # tens of thousands of small containers and no cycles
+        found = split_map(_log_usage, logs, pack=_pack_logged, unpack=_unpack_logged)
+        links = link_sessions(
+            [
+                (u.id, u.parent_session, u.created_at, path, u.has_header)
+                for (path, _sid), u in zip(logs, found, strict=True)
+            ]
+        )
+        parent_of = {logs[c][0]: logs[p][0] for c, p in links.parent.items()}
+        folds = {
+            path: (u.id, u.parent_session, u.seed_length, u.fold)
+            for (path, _sid), u in zip(logs, found, strict=True)
+        }
+        has_parent = {
+            path: u.parent_session is not None for (path, _sid), u in zip(logs, found, strict=True)
+        }
+        return combine(folds, parent_of, has_parent)
+
+
+def _summaries_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsage:
+    """`root_usage` from the root's summaries and lineage (scanning once if needed)."""
+    summaries = root.summaries()
     lineage = root.lineage()
     parent_of = {str(c): str(p) for c, p in lineage.parent_of.items()}
     wanted: set[str] | None = None
@@ -613,6 +679,93 @@ def root_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsa
         folds[key] = (summary.id, summary.parent_session, summary.seed_length, fold)
         has_parent[key] = summary.parent_session is not None
     return combine(folds, parent_of, has_parent, None if only is None else str(only.path))
+
+
+class _Logged(NamedTuple):
+    """What `root_usage` needs of one log: the summary's id and lineage fields (as
+    `lineage.link_key` gives them) and the fold."""
+
+    id: str
+    parent_session: str | None
+    seed_length: int | None
+    created_at: int
+    has_header: bool
+    fold: UsageFold
+
+
+def _log_usage(item: tuple[str, str | None]) -> _Logged:
+    """One log's `_Logged`, its bytes read once.
+
+    The header is the one the listing takes (`summary_state`): a raw log's first line
+    when it is a whole line that decodes to a header, else the full reader's (which
+    the listing also falls back to); the id is the header's, else the layout's, else
+    the path (`SessionSummary.id`).
+    """
+    path, layout_id = item
+    if not path.endswith(ZSTD_SUFFIX):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        header = None if data is None else _raw_header(data)
+        if data is not None and header is not None:
+            seed = header.seed_length
+            fold = fold_bytes(data, seed)
+            if fold is None:
+                fold = fold_events(LogReader(Path(path)).read().events, seed)
+            return _Logged(header.id, header.parent_session, seed, header.created_at, True, fold)
+    contents = read_log(Path(path))
+    head = contents.header
+    if head is None:
+        fallback = layout_id if layout_id is not None else path
+        return _Logged(fallback, None, None, 0, False, fold_events(contents.events, None))
+    return _Logged(
+        head.id,
+        head.parent_session,
+        head.seed_length,
+        head.created_at,
+        True,
+        fold_events(contents.events, head.seed_length),
+    )
+
+
+class _HeaderLinks(NamedTuple):
+    id: str
+    created_at: int
+    parent_session: str | None
+    seed_length: int | None
+
+
+def _raw_header(data: bytes) -> _HeaderLinks | None:
+    """A raw log's header fields from its first line, as the listing's byte scan takes
+    them; None when the listing would read the log whole to tell (or it has no header)."""
+    end = data.rfind(b"\n") + 1
+    first_nl = data.find(b"\n", 0, MAX_HEADER_LINE + 1)
+    if first_nl < 0 or first_nl >= end:
+        return None
+    try:
+        obj = orjson.loads(data[:first_nl])
+    except orjson.JSONDecodeError:
+        return None
+    values = plain_header_values(obj)
+    if values is not None:
+        h = HeaderState._make(values)
+        return _HeaderLinks(h.id, h.created_at, h.parent_session, h.seed_length)
+    header, _problems = parse_header(obj)
+    if header is None:
+        return None
+    return _HeaderLinks(header.id, header.created_at, header.parent_session, header.seed_length)
+
+
+def _pack_logged(logged: _Logged) -> object:
+    return (*logged[:5], _pack_fold(logged.fold))
+
+
+def _unpack_logged(item: tuple[str, str | None], packed: Any) -> _Logged:
+    *fields, fold = packed
+    sid, parent, seed, created, has_header = fields
+    return _Logged(sid, parent, seed, created, has_header, _unpack_fold((item[0], seed), fold))
 
 
 def _fold_item(item: tuple[str, int | None]) -> UsageFold:

@@ -92,10 +92,19 @@ class EventsAppended:
 
 @dataclass(frozen=True, slots=True)
 class SessionRemoved:
-    """A known log vanished (deleted, or renamed away)."""
+    """A known log vanished (deleted, or renamed away).
+
+    Attributes:
+        path: The log as it was known.
+        session_id: Its session id.
+        moved_to: Set when the same file (device and inode) turned up at another path
+            in the same batch (its folder or a folder above it was renamed): that
+            path's `SessionAdded` is in the batch too, so a reader can follow it.
+    """
 
     path: Path
     session_id: str
+    moved_to: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +298,9 @@ class RootWatcher:
         # Folders that could not be listed: reported once each, with the next batch.
         self._reported_dirs: set[Path] = set()
         self._folder_problems: list[RootChange] = []
+        # Logs dropped since the last batch, by path: their (device, inode), to tell a
+        # rename from a removal (`_pair_moves`).
+        self._dropped: dict[Path, tuple[int, int]] = {}
         #: Set once `watch` has read the root and is listening: anything written
         #: after this is reported as a change.
         self.primed = threading.Event()
@@ -308,15 +320,37 @@ class RootWatcher:
             return
         self._root_identity = (st.st_dev, st.st_ino)
         self.primed.clear()
-        if self.poll:
-            yield from self._watch_poll(stop)
-        else:
-            yield from self._watch_native(stop)
+        batches = self._watch_poll(stop) if self.poll else self._watch_native(stop)
+        for batch in batches:
+            yield self._pair_moves(batch)
 
     @property
     def known(self) -> dict[Path, SessionSummary]:
         """The current summary of every log being watched, by path."""
         return {path: t.summary for path, t in self._tracked.items()}
+
+    def _pair_moves(self, batch: list[RootChange]) -> list[RootChange]:
+        """Mark each removal whose file (device, inode) was added at a new path in the
+        same batch: a rename reaches the watcher as a removal and an addition."""
+        dropped, self._dropped = self._dropped, {}
+        if not dropped:
+            return batch
+        added: dict[tuple[int, int], SessionSummary] = {}
+        for change in batch:
+            if isinstance(change, SessionAdded):
+                tracked = self._tracked.get(change.summary.path)
+                if tracked is not None and tracked.seen is not None:
+                    added[tracked.seen[:2]] = change.summary
+        paired: list[RootChange] = []
+        for change in batch:
+            if isinstance(change, SessionRemoved):
+                identity = dropped.get(change.path)
+                summary = added.get(identity) if identity is not None else None
+                # The id too: a file deleted and another created may share an inode.
+                if summary is not None and summary.id == change.session_id:
+                    change = replace(change, moved_to=summary.path)
+            paired.append(change)
+        return paired
 
     # -- native --------------------------------------------------------------------------
 
@@ -633,6 +667,8 @@ class RootWatcher:
 
     def _drop(self, path: Path, tracked: _Tracked) -> SessionRemoved:
         del self._tracked[path]
+        if tracked.seen is not None:
+            self._dropped[path] = (tracked.seen[0], tracked.seen[1])
         self.root.remove(path)
         return SessionRemoved(path, tracked.summary.id)
 

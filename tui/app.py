@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import queue
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, NamedTuple, TypeVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -29,7 +30,9 @@ from turnline.core.root import (
     RootError,
     SessionLookupError,
     SessionRoot,
+    layout_session_id,
     no_gc,
+    no_sessions_message,
 )
 from turnline.core.store import ForkErrorCode, SessionForkError
 from turnline.core.summary import SessionSummary
@@ -53,6 +56,7 @@ from .messages import (
 from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
 from .screens._usage import UsageScreen
 from .widgets import Divider, SessionTree, TurnContent, TurnDetail, TurnTimeline
+from .widgets._session_tree import short_id
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
 
@@ -103,7 +107,33 @@ def preview_turns(preview: HeadPreview) -> tuple[TurnView, ...]:
 
 def snapshot_of(root: SessionRoot) -> RootSnapshot:
     """A frozen picture of the root's sessions and lineage (call under the root lock)."""
-    return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage())
+    return RootSnapshot({s.path: s for s in root.summaries()}, root.lineage(), root.path)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 session`, `2 sessions`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def rescan_note(before: RootSnapshot | None, after: RootSnapshot) -> str:
+    """What `r` found, compared with what the tree showed before it."""
+    note = f"rescanned: {plural(len(after.summaries), 'session')}"
+    if before is None:
+        return note
+    new = sum(1 for path in after.summaries if path not in before.summaries)
+    gone = sum(1 for path in before.summaries if path not in after.summaries)
+    if not new and not gone:
+        return f"{note}, no change"
+    return note + (f", {new} new" if new else "") + (f", {gone} gone" if gone else "")
+
+
+class CatalogUpdate(NamedTuple):
+    """Logs the watcher saw change, for the worker that keeps the search catalog current."""
+
+    changed: frozenset[Path]
+    """Logs appended to (or rewritten): re-indexed from where the catalog stopped."""
+    structural: bool
+    """Logs were added, removed or renamed: the catalog walks the root (and relinks)."""
 
 
 class TurnlineApp(AfterForkActions, App[int]):
@@ -128,6 +158,8 @@ class TurnlineApp(AfterForkActions, App[int]):
         # When `fork` is disabled the key falls through to this one, which says why.
         Binding("f", "explain_fork", "Fork", show=False),
         Binding("p", "parent", "Parent"),
+        # When `parent` is disabled the key falls through to this one, which says why.
+        Binding("p", "explain_parent", "Parent", show=False),
         Binding("v", "toggle_raw", "Raw"),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
@@ -145,6 +177,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         poll: bool = False,
         tz: tzinfo | None = None,
         scan: BackgroundScan | None = None,
+        subtitle: str | None = None,
     ) -> None:
         """Args:
         path: A root folder or one log.
@@ -152,9 +185,19 @@ class TurnlineApp(AfterForkActions, App[int]):
         tz: Time zone for times shown (the local one by default).
         scan: The root's scan, already started (`SessionRoot.scan_in_background`)
             before Textual was imported, so the two overlap.
+        subtitle: The header's subtitle (e.g. the demo's root); by default the root
+            folder's name, or for one log its session's title and short id.
         """
         super().__init__()
         self.path = Path(path)
+        self._subtitle = subtitle
+        #: `r` was pressed: the scan that follows says what it found.
+        self._rescanning = False
+        #: The open session's log before and after its folder was renamed, while the
+        #: new path loads.
+        self._moved: tuple[Path, Path] | None = None
+        #: What the watcher saw change, for `_feed_catalog`.
+        self._catalog_updates: queue.Queue[CatalogUpdate] = queue.Queue()
         self._pending_scan = scan
         self._first_frame = False  # the first frame is on screen (`on_ready`)
         self.poll = poll
@@ -209,7 +252,7 @@ class TurnlineApp(AfterForkActions, App[int]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with Vertical(id="left"):
-            yield Input(placeholder="filter: title, id or cwd", id="filter")
+            yield Input(placeholder="filter: title, id, cwd or path", id="filter")
             yield SessionTree(id="sessions")
         with Vertical(id="right"):
             yield TurnTimeline(tz=self.tz, id="timeline")
@@ -217,7 +260,13 @@ class TurnlineApp(AfterForkActions, App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = one_line(self.path.name or str(self.path), 60)
+        if self._subtitle is not None:
+            self.sub_title = one_line(self._subtitle)  # `Content`, never markup
+        elif self.path.is_file():
+            # Until the scan names the session: its id from the folder, not `session.jsonl`.
+            self.sub_title = one_line(layout_session_id(self.path) or self.path.name, 60)
+        else:
+            self.sub_title = one_line(self.path.name or str(self.path), 60)
         tree = self.session_tree
         tree.border_title = Text("sessions")
         # Text, not the loading overlay: its animation would take the interpreter
@@ -295,27 +344,95 @@ class TurnlineApp(AfterForkActions, App[int]):
                 continue
             appended: list[Appended] = []
             removed: list[Path] = []
+            moved: dict[Path, Path] = {}
             problems: list[LogProblem] = []
             gone: str | None = None
+            structural = False
             with self._root_lock:
                 for change in batch:
                     if isinstance(change, SessionAdded):
                         root.update(change.summary)
+                        structural = True
                     elif isinstance(change, EventsAppended):
                         root.update(change.summary)
                         appended.append(Appended(change.summary, change.events, change.reset))
                     elif isinstance(change, SessionRemoved):
                         root.remove(change.path)
                         removed.append(change.path)
+                        structural = True
+                        if change.moved_to is not None:
+                            moved[change.path] = change.moved_to
                     elif isinstance(change, ProblemFound):
                         problems.append(change.problem)
                     elif isinstance(change, RootGone):
                         gone = change.message
                 snapshot = snapshot_of(root)
-            self.post_message(RootChanged(snapshot, appended, removed, problems))
+            self.post_message(RootChanged(snapshot, appended, removed, problems, moved))
+            changed = frozenset(a.summary.path for a in appended)
+            if changed or structural:
+                self._catalog_updates.put(CatalogUpdate(changed, structural))
             if gone is not None:
                 self.post_message(RootFailed(gone))
                 return
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="catalog",
+        exit_on_error=False,
+        description="keep the search catalog current",
+    )
+    def _feed_catalog(self, root: Path) -> None:
+        """Bring the root's search catalog current with what the watcher saw, while the
+        app is open; ends when `_stop` is set.
+
+        Only a catalog that exists is fed (a search made one, here or in another
+        process): opening the app never builds a whole catalog unasked. The catalog
+        is opened in this thread, which alone uses it (sqlite connections are
+        per-thread). Appends re-index just the logs that grew (the catalog reads only
+        their new turns); added, removed or renamed logs make it walk the root, which
+        also re-links parents and children.
+        """
+        import sqlite3
+
+        from turnline.core.catalog import Catalog, CatalogError, catalog_path
+
+        catalog: Catalog | None = None
+        try:
+            while not self._stop.is_set():
+                try:
+                    update = self._catalog_updates.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                changed, structural = set(update.changed), update.structural
+                with contextlib.suppress(queue.Empty):
+                    while True:  # a burst of batches: one pass over what they touched
+                        more = self._catalog_updates.get_nowait()
+                        changed |= more.changed
+                        structural = structural or more.structural
+                if not catalog_path(root).exists():
+                    if catalog is not None:
+                        catalog.close()  # deleted meanwhile: a search will make a new one
+                        catalog = None
+                    continue
+                try:
+                    if catalog is None:
+                        catalog = Catalog(root)
+                    if structural:
+                        catalog.refresh()
+                    else:
+                        for path in sorted(changed):
+                            catalog.index(path)
+                except (CatalogError, sqlite3.Error, OSError):
+                    # Only a cache: the next search brings it current (and reports what
+                    # stops it). Start afresh with the next batch.
+                    if catalog is not None:
+                        with contextlib.suppress(sqlite3.Error):
+                            catalog.close()
+                    catalog = None
+        finally:
+            if catalog is not None:
+                catalog.close()
 
     @work(
         thread=True,
@@ -393,6 +510,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         error = worker.error
         if worker.group == "load":
             self.timeline.loading = False
+            self._moved = None  # a renamed session that could not be read: not followed
         if isinstance(error, SessionForkError):
             screen = self.screen
             if isinstance(screen, ForkScreen):
@@ -424,6 +542,7 @@ class TurnlineApp(AfterForkActions, App[int]):
     @on(RootScanned)
     @while_shown
     def _on_root_scanned(self, message: RootScanned) -> None:
+        before = self.snapshot
         self.root = message.root
         self.snapshot = message.snapshot
         tree = self.session_tree
@@ -433,6 +552,11 @@ class TurnlineApp(AfterForkActions, App[int]):
         if select is None and self.view is not None:
             select = self.view.path
         tree.show(message.snapshot, select=select)
+        self._note_empty_root()
+        self._name_single_session()
+        if self._rescanning:
+            self._rescanning = False
+            self.notify(rescan_note(before, message.snapshot), title="Reload", markup=False)
         if self.focused is None:
             tree.focus()  # e.g. the filter box was closed while scanning
         if first and tree.highlighted_path is None:
@@ -442,6 +566,41 @@ class TurnlineApp(AfterForkActions, App[int]):
         if not self._watching:
             self._watching = True
             self._watch(message.root)
+            self._feed_catalog(message.root.path)
+
+    def _note_empty_root(self) -> None:
+        """A root with no session says so in the tree (the CLI's words), with the
+        folders that could not be listed; the note goes with the next rebuild."""
+        snapshot, root = self.snapshot, self.root
+        if snapshot is None or root is None or snapshot.summaries:
+            return
+        lines = [no_sessions_message(root.path)]
+        lines += [
+            f"cannot list {one_line(str(f))}: {one_line(why)}" for f, why in root.scan_problems
+        ]
+        self._note_in_tree(lines)
+
+    def _note_in_tree(self, lines: list[str]) -> None:
+        """Sentences in the empty tree pane, wrapped to its width (literal text)."""
+        tree = self.session_tree
+        if tree.root.children:
+            return  # already said (a filter rebuild, or a batch that changed nothing)
+        width = max(tree.scrollable_content_region.width - 2, 16)
+        for sentence in lines:
+            wrapped = Text(sentence, style="italic").wrap(self.console, width, overflow="fold")
+            for part in wrapped:
+                tree.root.add_leaf(part)
+
+    def _name_single_session(self) -> None:
+        """For one log, the header names its session (title and short id)."""
+        root, snapshot = self.root, self.snapshot
+        if self._subtitle is not None or root is None or root.single is None or snapshot is None:
+            return
+        summary = snapshot.summaries.get(root.single)
+        if summary is not None:
+            title = one_line(summary.display_title(), 60)
+            sid = short_id(summary.id)
+            self.sub_title = title if title.startswith(sid) else f"{title} · {sid}"
 
     @on(RootChanged)
     @while_shown
@@ -450,13 +609,21 @@ class TurnlineApp(AfterForkActions, App[int]):
             self.screen.apply(message)  # it feeds only the appended events to its folds
         old, new = self.snapshot, message.snapshot
         self.snapshot = new
+        # Before the tree is rebuilt: it then keeps the cursor on the renamed session,
+        # whose load is under way, rather than on a neighbour.
+        followed = self._follow_rename(message)
         tree = self.session_tree
         if (
             old is None
             or old.summaries.keys() != new.summaries.keys()
             or old.lineage.parent_of != new.lineage.parent_of
         ):
-            tree.show(new)
+            # Revealed: a filter that matched its old path may not match the new one.
+            tree.show(new, select=followed, reveal=followed is not None)
+            self._note_empty_root()
+            if old is not None and not old.summaries and self.view is None:
+                tree.select_first_session()  # the first session of an empty root
+            self._name_single_session()
         else:
             changed = [
                 path
@@ -473,6 +640,8 @@ class TurnlineApp(AfterForkActions, App[int]):
         view = self.view
         if view is None:
             return
+        if self._moved is not None and view.path == self._moved[0]:
+            return  # its folder was renamed: the load of its new path takes over
         if view.path not in new.summaries:
             self.view = None
             timeline = self.timeline
@@ -495,10 +664,24 @@ class TurnlineApp(AfterForkActions, App[int]):
             self.timeline.grow(view.turns)
             self._refresh_bindings()
 
+    def _follow_rename(self, message: RootChanged) -> Path | None:
+        """If the open (or loading) session's folder was renamed, load it from its new
+        path, keeping the timeline on screen and the cursor where it is; its new path."""
+        view = self.view
+        current = self._wanted or (view.path if view is not None else None)
+        target = message.moved.get(current) if current is not None else None
+        if target is None or target not in message.snapshot.summaries:
+            return None
+        self._start_load(target, force=True, quiet=True)
+        if view is not None and message.moved.get(view.path) == target:
+            self._moved = (view.path, target)
+        return target
+
     @on(RootFailed)
     @while_shown
     def _on_root_failed(self, message: RootFailed) -> None:
         self.session_tree.border_subtitle = ""
+        self._note_in_tree([one_line(message.message)])  # if no session was shown
         self.detail.show_turn(None, [], (), note=message.message)
         self.notify(message.message, title="Cannot open root", severity="error", markup=False)
 
@@ -517,7 +700,9 @@ class TurnlineApp(AfterForkActions, App[int]):
         if data is not None and data.path is not None:
             self.timeline.focus()
 
-    def _start_load(self, path: Path, *, force: bool = False) -> None:
+    def _start_load(self, path: Path, *, force: bool = False, quiet: bool = False) -> None:
+        """Load a session (unless it is the one shown or loading, or `force`); `quiet`
+        keeps the timeline as it is until the load lands (no loading overlay)."""
         if self.root is None or self.snapshot is None:
             return
         if not force and (
@@ -527,6 +712,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         summary = self.snapshot.summaries.get(path)
         if summary is None:
             return
+        self._moved = None  # a rename being followed gives way to this load
         self._wanted = path
         self._early = []
         self._load_cancel.set()  # a big log still being indexed for another choice
@@ -534,7 +720,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         timeline = self.timeline
         if self.preview is not None and self.preview.path != path:
             self._drop_preview()
-        if self.preview is None:
+        if self.preview is None and not quiet:
             timeline.loading = True
         self._load(self.root, summary, self._load_cancel)
 
@@ -547,7 +733,10 @@ class TurnlineApp(AfterForkActions, App[int]):
         self._wanted = None
         early, self._early = self._early, []
         view.extend(early)
-        same = self.view is not None and self.view.path == view.path
+        shown = self.view.path if self.view is not None else None
+        # The same session at a new path (its folder was renamed) keeps its cursor too.
+        same = shown == view.path or (shown, view.path) == self._moved
+        self._moved = None
         timeline = self.timeline
         cursor = timeline.current_turn_index if same else None
         preview, self.preview = self.preview, None
@@ -705,6 +894,7 @@ class TurnlineApp(AfterForkActions, App[int]):
     @on(Input.Changed, "#filter")
     def _on_filter_changed(self, event: Input.Changed) -> None:
         self.session_tree.set_filter(event.value)
+        self._note_empty_root()  # the rebuild dropped it
 
     @on(Input.Submitted, "#filter")
     def _on_filter_submitted(self) -> None:
@@ -732,6 +922,7 @@ class TurnlineApp(AfterForkActions, App[int]):
         "fork",
         "explain_fork",
         "parent",
+        "explain_parent",
         "toggle_raw",
         "clear_filter",
     )
@@ -763,6 +954,8 @@ class TurnlineApp(AfterForkActions, App[int]):
             return self.fork_refusal() is not None
         if action == "parent":
             return True if self._parent_target() is not None else None
+        if action == "explain_parent":
+            return self._parent_target() is None
         if action == "toggle_raw":
             return True if self.timeline.current_turn is not None else None
         if action == "clear_filter":
@@ -842,18 +1035,28 @@ class TurnlineApp(AfterForkActions, App[int]):
         seed = view.loaded.summary.seed_length
         return view.loaded.parent_path, (seed - 1 if seed else None)
 
+    def parent_refusal(self) -> str | None:
+        """Why `p` cannot go to a parent session, or None if it can."""
+        if self._parent_target() is not None:
+            return None
+        view = self.view
+        if view is None or self._wanted is not None:
+            return "no session is open yet"
+        pid = view.loaded.summary.parent_session
+        if pid:
+            return f"its parent session {one_line(pid)} is not under this root"
+        return "this session has no parent: it was not forked from another"
+
+    def action_explain_parent(self) -> None:
+        """Say why `p` has no parent session to go to."""
+        why = self.parent_refusal() or "no parent session to go to"
+        self.notify(why, title="No parent here", severity="warning", markup=False)
+
     def action_parent(self) -> None:
         """Go to the parent session, at the turn the child was forked from."""
         target = self._parent_target()
         if target is None:
-            view = self.view
-            pid = view.loaded.summary.parent_session if view is not None else None
-            why = (
-                f"parent session {pid} is not under this root"
-                if pid
-                else "this session has no parent"
-            )
-            self.notify(why, severity="warning", markup=False)
+            self.action_explain_parent()
             return
         path, seq = target
         tree = self.session_tree
@@ -879,8 +1082,9 @@ class TurnlineApp(AfterForkActions, App[int]):
         self.detail.toggle_raw()
 
     def action_reload(self) -> None:
-        """Rescan the root from disk."""
+        """Rescan the root from disk (and say what the rescan found)."""
         self.session_tree.border_subtitle = "scanning…"
+        self._rescanning = True
         self._scan()
 
     def action_search(self) -> None:
@@ -924,16 +1128,23 @@ class TurnlineApp(AfterForkActions, App[int]):
         self.push_screen(UsageScreen(snapshot, view.path, prices), opened)
 
 
-def run_app(path: Path, *, poll: bool = False, scan: BackgroundScan | None = None) -> int:
+def run_app(
+    path: Path,
+    *,
+    poll: bool = False,
+    scan: BackgroundScan | None = None,
+    subtitle: str | None = None,
+) -> int:
     """Open the app on a root or log; returns the exit status.
 
     A missing or unusable path prints one clear line to stderr and returns 1.
+    `subtitle` replaces the header's subtitle (the demo shows its root's path there).
     """
     try:
         SessionRoot(Path(path))
     except RootError as exc:
         print(f"turnline: {exc}", file=sys.stderr)
         return 1
-    app = TurnlineApp(Path(path), poll=poll, scan=scan)
+    app = TurnlineApp(Path(path), poll=poll, scan=scan, subtitle=subtitle)
     app.run()
     return app.return_code or 0

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Fork at the highlighted turn", "fork", "write a child seeded up to this turn/end"),
     ("Jump to parent", "parent", "open the parent session at the fork boundary"),
-    ("Filter sessions", "filter", "by title, id or cwd"),
+    ("Filter sessions", "filter", "by title, id, cwd or path"),
     ("Toggle raw events", "toggle_raw", "the highlighted turn's events as JSON"),
     ("Reload root", "reload", "rescan the root from disk"),
     ("Help: keys and markers", "help", "what the screen shows"),

@@ -8,7 +8,8 @@ nested in their classes (`SessionTree.SessionHighlighted`, ...).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.message import Message
@@ -27,10 +28,24 @@ class RootSnapshot:
     Attributes:
         summaries: Every session, by log path.
         lineage: The family forest over `summaries` (cross-session problems included).
+        root: The root folder the logs are under (log paths are shown relative to it).
     """
 
     summaries: dict[Path, SessionSummary]
     lineage: Lineage
+    root: Path | None = None
+
+    def matches(self, summary: SessionSummary, needle: str) -> bool:
+        """True if the session's title, id, cwd or log path (relative to the root)
+        contains `needle` (already lower-cased; empty matches everything)."""
+        if not needle:
+            return True
+        path = str(summary.path)
+        if self.root is not None:
+            # String work, not `Path.relative_to`: this runs per session per keystroke.
+            path = path.removeprefix(os.path.join(self.root, ""))
+        hay = f"{summary.display_title()}\n{summary.id}\n{summary.cwd or ''}\n{path}"
+        return needle in hay.lower()
 
     def problems_of(self, path: Path) -> tuple[LogProblem, ...]:
         """A session's own problems plus its cross-session ones."""
@@ -83,6 +98,9 @@ class RootChanged(Message):
     """Logs that disappeared."""
     problems: list[LogProblem]
     """Problems the watcher found (shown as warnings)."""
+    moved: dict[Path, Path] = field(default_factory=dict)
+    """Logs whose folder was renamed in this batch: old path to new path (each is also
+    in `removed`, and its new path in `snapshot`)."""
 
     def can_replace(self, message: Message) -> bool:
         """True when a newer pending batch supersedes this one: only this batch's

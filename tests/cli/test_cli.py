@@ -52,6 +52,7 @@ TURN_KEYS = [
     "turn",
     "startSeq",
     "endSeq",
+    "turnStartSeq",
     "reason",
     "steps",
     "tools",
@@ -176,11 +177,12 @@ def test_ls_json_shape_and_cross_session_problems(root: Path, capsys: Any) -> No
     assert set(orphan["problems"][0]) == {"kind", "message", "seq"}
 
 
-def test_ls_text_is_aligned_with_flags(root: Path, capsys: Any) -> None:
+def test_ls_text_is_aligned_with_flags(root: Path, capsys: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "ls", str(root))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "TURNS", "EVENTS", "FLAGS", "TITLE"]
+    assert lines[0].split() == ["ID", "TURNS", "EVENTS", "CREATED", "LAST", "FLAGS", "TITLE"]
     rows = {line.split()[0]: line for line in lines[1:]}
     assert "open-turn" in rows["aaaa-parent"]
     assert "fork" in rows["bbbb-child"]
@@ -237,12 +239,15 @@ def test_show_json_shape(root: Path, capsys: Any) -> None:
     assert list(shown["session"]) == SESSION_KEYS
     assert [list(t) for t in shown["turns"]] == [TURN_KEYS] * 3
     first, second, third = shown["turns"]
+    # startSeq is the turn's first seq, its lead-in user message included (as `show`
+    # prints it); turnStartSeq is the seq of its turn/start record.
     assert (first["startSeq"], first["endSeq"], first["reason"], first["forkable"]) == (
-        1,
+        0,
         4,
         "completed",
         True,
     )
+    assert (first["turnStartSeq"], second["startSeq"], second["turnStartSeq"]) == (1, 5, 6)
     assert (first["steps"], first["tools"], first["user"]) == (1, ["bash"], "first question")
     assert (second["reason"], second["endSeq"]) == ("max-tokens", 9)
     assert (third["reason"], third["endSeq"], third["forkable"]) == ("open", None, False)
@@ -547,7 +552,7 @@ def test_a_lone_folder_argument_explains_itself(
     for command in ("show", "fork"):
         code, error = run_json(capsys, command, str(root))
         assert code == 1
-        assert error["error"]["code"] == "ROOT_NOT_FOUND"
-        assert (
-            "is a folder: to use it as ROOT, name a SESSION after it" in error["error"]["message"]
-        )
+        assert error["error"]["code"] == "NOT_A_SESSION"
+        message = error["error"]["message"]
+        assert "is a folder, not a session; to use it as ROOT, name a SESSION after it" in message
+        assert ".dsh" not in message  # the missing default root is beside the point

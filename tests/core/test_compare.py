@@ -6,12 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from turnline.core.compare import CompareError, compare, split_point, touched_files
-from turnline.core.content import ToolCall, ToolResult
+from turnline.core.compare import CompareError, Comparison, compare, split_point, touched_files
+from turnline.core.content import (
+    StepUsage,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+    turn_blocks,
+    usage_sample,
+)
 from turnline.core.model import SessionHeader
-from turnline.core.root import SessionRoot
+from turnline.core.root import LoadedSession, SessionRoot
+from turnline.core.usage import fold_events
 
 from .disk_logs import as_events, turn_records, write_log
+from .test_usage import build_root
 
 
 def _parent(root: Path, *, zstd: bool, turns: int = 3, sid: str = "parent-1") -> None:
@@ -170,3 +179,66 @@ def test_every_real_child_compares_with_its_parent(fixtures_root: Path) -> None:
         assert result.diverged_at == seed
         parent_turns = root.load(by_path[parent]).timeline.turns
         assert len(result.left.turns) == sum(1 for t in parent_turns if t.first_seq >= seed)
+
+
+# -- tokens are core.usage's fold ----------------------------------------------------------
+
+
+def _fold_from(loaded: LoadedSession, diverged: int) -> list[int]:
+    """The whole log folded with the split as its seed: the own part's buckets."""
+    events = loaded.events_between(0, None)
+    return fold_events(events, diverged).own().buckets()
+
+
+def _step_usage_sum(loaded: LoadedSession, diverged: int) -> TokenUsage:
+    """What compare summed before it used the fold, the turns' StepUsage blocks, plus
+    the samples outside every turn (which only the fold counts)."""
+    total = TokenUsage()
+    in_turns: set[int] = set()
+    for turn in loaded.timeline.turns:
+        if turn.first_seq >= diverged:
+            events = loaded.events_between(turn.first_seq, turn.end_seq)
+            in_turns.update(e.seq for e in events)
+            for block in turn_blocks(events):
+                if isinstance(block, StepUsage):
+                    total = total + block.usage
+    for event in loaded.events_between(diverged, None):
+        sample = usage_sample(event)
+        if sample is not None and event.seq not in in_turns:
+            total = total + sample.usage
+    return total
+
+
+def _check_tokens(root: SessionRoot, result: Comparison) -> int:
+    checked = 0
+    for side_ in (result.left, result.right):
+        loaded = root.load(side_.summary)
+        buckets = _fold_from(loaded, result.diverged_at)
+        assert side_.tokens == TokenUsage(*buckets[:5]), side_.summary.id
+        assert side_.tokens == _step_usage_sum(loaded, result.diverged_at), side_.summary.id
+        assert side_.to_json_dict()["tokens"] == sum(buckets[:4])
+        checked += buckets[5]
+    return checked
+
+
+def test_real_children_tokens_are_the_usage_fold(fixtures_root: Path) -> None:
+    root = SessionRoot(fixtures_root)
+    root.scan()
+    by_path = {s.path: s for s in root.summaries()}
+    calls = 0
+    for child, parent in root.lineage().parent_of.items():
+        calls += _check_tokens(root, compare(root, by_path[parent], by_path[child]))
+    assert calls > 0  # some side held usage samples
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_lineage_tokens_are_the_usage_fold(tmp_path: Path, seed: int, zstd: bool) -> None:
+    build_root(tmp_path, seed, zstd)  # p; c and g forks down its line; s a subagent
+    root = SessionRoot(tmp_path)
+    root.scan()
+    calls = 0
+    for a, b in (("p", "c"), ("c", "g"), ("p", "g"), ("g", "s"), ("c", "s")):
+        result = compare(root, root.resolve(a), root.resolve(b))
+        calls += _check_tokens(root, result)
+    assert calls > 0

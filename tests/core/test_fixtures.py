@@ -124,7 +124,7 @@ def test_show_reports_turns_and_problems(
     assert session["events"] == len(expect.seqs)
     turns = shown["turns"]
     assert [t["endSeq"] for t in turns if t["endSeq"] is not None] == expect.turn_ends
-    assert [t["startSeq"] for t in turns if t["startSeq"] is not None] == expect.turn_starts
+    assert [t["turnStartSeq"] for t in turns if t["turnStartSeq"] is not None] == expect.turn_starts
     # Forkable: a turn/end within the contiguous prefix (seqs[i] == i up to it).
     contiguous = next((i for i, seq in enumerate(expect.seqs) if seq != i), len(expect.seqs))
     assert [t["forkable"] for t in turns] == [

@@ -72,8 +72,9 @@ def test_rows_reasons_steps_tools_and_excerpts() -> None:
     assert timeline.turn_at(5) is one and timeline.turn_at(13) is three
     assert one.to_json_dict() == {
         "turn": 1,
-        "startSeq": 2,
+        "startSeq": 0,
         "endSeq": 9,
+        "turnStartSeq": 2,
         "reason": "error",
         "steps": 2,
         "tools": ["bash", "read"],

@@ -7,14 +7,16 @@ import random
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from turnline.core.codec import encode_records
 from turnline.core.logfile import LogReader
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.root import SessionRoot
-from turnline.core.usage import UsageFold, fold_events, fold_log, root_usage
+from turnline.core.usage import UsageFold, _summaries_usage, fold_events, fold_log, root_usage
 
 from tests.conftest import fixture_logs
-from tests.core.disk_logs import write_log
+from tests.core.disk_logs import write_lines, write_log
 
 BUCKETS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
 
@@ -372,3 +374,105 @@ def test_fold_crosses_a_process_boundary_intact() -> None:
         back = _unpack_fold((str(path), seed), marshal.loads(marshal.dumps(_pack_fold(fold))))
         assert back.own().to_json_dict() == fold.own().to_json_dict()
         assert back.inherited().to_json_dict() == fold.inherited().to_json_dict()
+
+
+# -- the whole-root path reads each log once; its answer is the summaries' ----------------
+
+
+def _odd_logs(root: Path) -> None:
+    """Logs the listing reads whole or names by their folder: an empty log, a header
+    that is not a header, a torn header line, a header with problems (no version),
+    a torn tail, an open turn, and a zstd log."""
+    rng = random.Random(4)
+    base = root / "--odd--"
+    (base / "empty-id").mkdir(parents=True)
+    (base / "empty-id" / "session.jsonl").write_bytes(b"")
+    write_lines(base / "not-a-header" / "session.jsonl", {"type": "user/message", "seq": 0})
+    (base / "torn-header").mkdir()
+    (base / "torn-header" / "session.jsonl").write_bytes(b'{"type":"session","id":"x"')
+    events = turns(rng, 0, 0, 2)
+    head = {"type": "session", "id": "noversion", "createdAt": 9, "cwd": "/odd"}
+    records = [orjson.loads(line) for line in encode_records(events)]
+    write_lines(base / "noversion" / "session.jsonl", head, *records)
+    torn = write_log(root, SessionHeader("torn", 10, cwd="/odd"), events)
+    torn.write_bytes(torn.read_bytes() + b'{"type":"turn/st')
+    write_log(root, SessionHeader("open", 11, cwd="/odd"), events[:-1])
+    write_log(
+        root,
+        SessionHeader("zchild", 12, cwd="/odd", parent_session="torn", seed_length=3),
+        events,
+        zstd=True,
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_whole_root_path_equals_the_summaries_path(tmp_path: Path, seed: int) -> None:
+    build_root(tmp_path / "raw", seed, False)
+    build_root(tmp_path / "zstd", seed + 10, True)
+    _odd_logs(tmp_path / "odd")
+    for sub in ("raw", "zstd", "odd"):
+        fresh = root_usage(SessionRoot(tmp_path / sub)).to_json_dict()
+        scanned = _summaries_usage(SessionRoot(tmp_path / sub)).to_json_dict()
+        assert fresh == scanned, sub
+    # The ids and lineage fields are the listing's (layout ids for headerless logs).
+    root = SessionRoot(tmp_path / "odd")
+    doc = root_usage(root).to_json_dict()
+    listed = {(str(s.path), s.id, s.parent_session, s.seed_length) for s in root.scan()}
+    got = {(s["path"], s["id"], s["parentSession"], s["seedLength"]) for s in doc["sessions"]}
+    assert got == listed and len(got) == 7
+    assert {"empty-id", "not-a-header", "torn-header", "noversion", "zchild"} <= {
+        s["id"] for s in doc["sessions"]
+    }
+
+
+def test_whole_root_path_equals_the_summaries_path_on_the_fixtures(fixtures_root: Path) -> None:
+    fresh = root_usage(SessionRoot(fixtures_root)).to_json_dict()
+    scanned = _summaries_usage(SessionRoot(fixtures_root)).to_json_dict()
+    assert len(fresh["sessions"]) == len(fixture_logs())
+    assert fresh == scanned
+
+
+def test_single_log_root(tmp_path: Path) -> None:
+    logs = build_root(tmp_path, 2, False)
+    path = next(tmp_path.rglob("session.jsonl"))
+    doc = root_usage(SessionRoot(path)).to_json_dict()
+    (one,) = doc["sessions"]
+    header, events = logs[one["id"]]
+    assert view(one["own"]) == reference(events, header.seed_length or 0, "own")
+
+
+def test_logged_fold_crosses_a_process_boundary_intact(fixtures_root: Path) -> None:
+    """What a pool worker sends back for one log (`_log_usage`) rebuilds the same value."""
+    import pickle
+
+    from turnline.core.usage import _log_usage, _pack_logged, _unpack_logged
+
+    for path in fixture_logs()[:40]:
+        item = (str(path), None)
+        logged = _log_usage(item)
+        back = _unpack_logged(item, pickle.loads(pickle.dumps(_pack_logged(logged))))
+        assert back[:5] == logged[:5]
+        assert back.fold.own().to_json_dict() == logged.fold.own().to_json_dict()
+        assert back.fold.inherited().to_json_dict() == logged.fold.inherited().to_json_dict()
+
+
+def test_views_are_snapshots_that_share_nothing_mutable() -> None:
+    """`own()` costs its number of keys, not its events (rows are shared between
+    copies), so no method may change a row in place: a view taken earlier stays as it
+    was while the fold goes on, and adding into a view leaves the fold alone."""
+    rng = random.Random(11)
+    # All in one UTC minute: every sample lands on the keys the earlier ones made.
+    events = [SessionEvent(e.type, e.seq, 1_700_000_000_000, e.data) for e in turns(rng, 0, 0, 6)]
+    half = len(events) // 2
+    fold = fold_events(events[:half], 0)
+    before = fold.own()
+    frozen = before.to_json_dict()
+    fold.feed(events[half:])  # replacements and new samples on the same keys
+    assert before.to_json_dict() == frozen
+    after = fold.own()
+    expected = after.to_json_dict()
+    after.add(fold.own())  # doubles the view ...
+    assert fold.own().to_json_dict() == expected  # ... not the fold
+    assert after.buckets()[:5] == [2 * b for b in fold.own().buckets()[:5]]
+    whole = fold_events(events, 0).own().to_json_dict()
+    assert fold.own().to_json_dict() == whole

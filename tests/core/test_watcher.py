@@ -683,3 +683,41 @@ def test_tailing_every_real_fixture_matches_summarize(tmp_path: Path) -> None:
         chunks = [data[a:b] for a, b in itertools.pairwise([0, *cuts]) if b > a]
         _follow(tmp_path / log.name, chunks, "fixture")
     assert len(logs) == 151
+
+
+def test_a_renamed_folder_reports_where_its_logs_went(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    """Issue 14 item 10: a project (or session) folder renamed under the watcher is a
+    removal and an addition in one batch; the removal names the new path (same file),
+    while a log deleted and another written in its place is not taken for a move."""
+    kept = new_log(tmp_path, "s1", turn_events(0, 1), cwd="/w/app")
+    gone = new_log(tmp_path, "s2", turn_events(0, 1), cwd="/w/other")
+    live = live_factory(tmp_path)
+    project = kept.parent.parent
+    project.rename(project.with_name(project.name + "-moved"))
+    moved = project.with_name(project.name + "-moved") / kept.parent.name / kept.name
+
+    def removal(changes: list[RootChange]) -> SessionRemoved | None:
+        return next((c for c in changes if isinstance(c, SessionRemoved)), None)
+
+    removed = live.wait_for(removal, "the removal of the renamed log")
+    assert (removed.path, removed.session_id, removed.moved_to) == (kept, "s1", moved)
+    [batch] = [b for b in live.batches if removed in b]
+    assert any(isinstance(c, SessionAdded) and c.summary.path == moved for c in batch)
+    # The session folder alone, renamed again: followed too.
+    session = moved.parent.rename(moved.parent.with_name("s1-renamed"))
+    again = session / moved.name
+
+    def second(changes: list[RootChange]) -> SessionRemoved | None:
+        return next((c for c in changes if isinstance(c, SessionRemoved) and c.path == moved), None)
+
+    assert live.wait_for(second, "the second rename").moved_to == again
+    # Deleted, and a new log of another session written: a removal, no move.
+    shutil.rmtree(gone.parent)
+    new_log(tmp_path, "s3", turn_events(0, 1), cwd="/w/other")
+
+    def deleted(changes: list[RootChange]) -> SessionRemoved | None:
+        return next((c for c in changes if isinstance(c, SessionRemoved) and c.path == gone), None)
+
+    assert live.wait_for(deleted, "the deleted log").moved_to is None

@@ -18,7 +18,7 @@ from turnline.tui.messages import Appended, RootChanged
 from turnline.tui.screens import ForkScreen
 from turnline.tui.widgets import SessionTree, TurnDetail, TurnTimeline
 
-from .conftest import CWD, Family, wait_for
+from .conftest import CWD, Family, make_family, wait_for
 
 SIZE = (120, 36)
 
@@ -625,3 +625,169 @@ async def test_the_fork_dialog_stays_open_on_a_taken_id(family: Family) -> None:
         expected = session_dir(family.root, "fresh-id", CWD) / "session.jsonl"
         await wait_for(pilot, lambda: app.view is not None and app.view.path == expected)
         assert not isinstance(app.screen, ForkScreen)
+
+
+async def test_reload_says_what_it_found(family: Family) -> None:
+    """`r` is not silent: it says how many sessions the rescan found."""
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.session_tree.focus()
+        await pilot.press("r")
+        note = "rescanned: 5 sessions, no change"
+        await wait_for(pilot, lambda: note in notifications(app))
+
+
+async def test_reload_counts_new_and_gone_sessions(
+    family: Family, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What only a rescan can see (here the watcher is not started, as when its
+    notifications were lost): two logs written and one removed behind the app's back."""
+    import shutil
+
+    from turnline.core.model import SessionHeader
+
+    from .conftest import OTHER_CWD, T0, turn, write_session
+
+    monkeypatch.setattr(TurnlineApp, "_watch", lambda self, root: None)
+    async with make_app(family.root).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        for n in (1, 2):
+            write_session(
+                family.root,
+                SessionHeader(id=f"ffff000{n}-new", created_at=T0 + 9, cwd=OTHER_CWD),
+                turn(0, 1, f"New session {n}", "Hello.", minute=80),
+            )
+        shutil.rmtree(family.other.parent)
+        app.session_tree.focus()
+        await pilot.press("r")
+        note = "rescanned: 6 sessions, 2 new, 1 gone"
+        await wait_for(pilot, lambda: note in notifications(app))
+
+
+async def test_parent_key_says_why_there_is_no_parent(tmp_path: Path) -> None:
+    """`p` on a session without a parent, or whose parent is not under the root, says
+    why nothing happened (naming the missing parent); it stays where it was."""
+    from turnline.core.model import SessionHeader
+
+    from .conftest import T0, turn, write_session
+
+    root = tmp_path / "root"
+    family = make_family(root)
+    orphan = write_session(
+        root,
+        SessionHeader(
+            id="9999aaaa-orphan",
+            created_at=T0 + 5,
+            cwd=CWD,
+            parent_session="7777beef-gone",
+            seed_length=0,
+        ),
+        turn(0, 1, "Carry on without the parent", "Carried on.", minute=90),
+    )
+    async with make_app(root).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.parent)
+        app.session_tree.focus()
+        await pilot.press("p")
+        no_parent = "this session has no parent: it was not forked from another"
+        await wait_for(pilot, lambda: no_parent in notifications(app))
+        assert app.view is not None and app.view.path == family.parent
+        await open_session(pilot, orphan)
+        app.session_tree.focus()
+        await pilot.press("p")
+        missing = "its parent session 7777beef-gone is not under this root"
+        await wait_for(pilot, lambda: missing in notifications(app))
+        assert app.view is not None and app.view.path == orphan
+
+
+def tree_note(app: TurnlineApp) -> str:
+    """The text of the tree's non-session rows, joined (wrapped lines rejoined)."""
+    tree = app.session_tree
+    return "".join(str(node.label) for node in tree.root.children if node.data is None)
+
+
+async def test_an_empty_root_says_so_until_a_session_appears(tmp_path: Path) -> None:
+    """An empty root shows the CLI's sentence in the tree, not a blank pane; the first
+    session written under it replaces the note (and opens)."""
+    from turnline.core.model import SessionHeader
+    from turnline.core.root import no_sessions_message
+
+    from .conftest import T0, turn, write_session
+
+    root = tmp_path / "empty"
+    root.mkdir()
+    async with make_app(root).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        assert isinstance(app, TurnlineApp)
+        expected = no_sessions_message(root.resolve())
+        assert expected.startswith("no sessions under ")
+
+        def noted() -> bool:
+            """the empty root's note in the tree"""
+            return tree_note(app).replace(" ", "") == expected.replace(" ", "")
+
+        await wait_for(pilot, noted)
+        assert app.session_tree.border_subtitle == ""
+        path = write_session(
+            root,
+            SessionHeader(id="abcd0001-first", created_at=T0, cwd=CWD),
+            turn(0, 1, "The first session", "Here.", minute=1),
+        )
+        tree = app.session_tree
+        await wait_for(pilot, lambda: tree.node_of(path) is not None)
+        assert tree_note(app) == ""
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == path)
+
+
+def test_the_cli_says_the_same_of_an_empty_root(tmp_path: Path, capsys: Any) -> None:
+    from turnline.cli.main import main
+    from turnline.core.root import no_sessions_message
+
+    assert main(["ls", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == no_sessions_message(tmp_path.resolve())
+
+
+def test_the_demo_shows_its_root_in_the_subtitle(tmp_path: Path, monkeypatch: Any) -> None:
+    """`turnline demo` hands the app its root's path for the header's subtitle."""
+    import turnline.tui
+    from turnline.cli.main import main
+
+    opened: list[tuple[Path, dict[str, Any]]] = []
+    monkeypatch.setattr(turnline.tui, "run_app", lambda path, **kw: opened.append((path, kw)) or 0)
+    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
+    [(root, kwargs)] = opened
+    assert kwargs["subtitle"] == f"demo · {root}"
+
+
+async def test_the_subtitle_is_literal_text(family: Family) -> None:
+    """A subtitle (the demo's root path may hold anything) is shown as given: markup
+    stays text, control characters are dropped."""
+    from textual.widgets._header import HeaderTitle
+
+    odd = "demo · /tmp/[b]x[/b]\x1b[2J\u202e"
+    async with TurnlineApp(family.root, tz=UTC, subtitle=odd).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        assert app.sub_title == "demo · /tmp/[b]x[/b][2J"
+        shown = str(app.screen.query_one(HeaderTitle).render())
+        assert "demo · /tmp/[b]x[/b][2J" in shown
+
+
+async def test_a_root_that_cannot_be_opened_says_why_in_the_tree(tmp_path: Path) -> None:
+    """A root gone before the app could scan it: the tree says what the CLI says of
+    it (the core's `RootError`), not a blank pane."""
+    from turnline.core.root import RootError
+
+    root = tmp_path / "gone"
+    root.mkdir()
+    app = make_app(root)
+    root.rmdir()
+    with pytest.raises(RootError) as caught:
+        SessionRoot(root)
+    async with app.run_test(size=SIZE) as pilot:
+        expected = caught.value.message
+
+        def noted() -> bool:
+            """the root's error in the tree"""
+            return tree_note(app).replace(" ", "") == expected.replace(" ", "")
+
+        await wait_for(pilot, noted)
+        assert app.session_tree.border_subtitle == ""

@@ -20,7 +20,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f", "fork at the highlighted turn/end (▶ rows)"),
     ("p", "jump to the parent session, at the turn it was forked from"),
     ("v", "toggle the raw events (JSON) of the turn"),
-    ("/", "filter sessions by title, id or cwd (Escape clears)"),
+    ("/", "filter sessions by title, id, cwd or path (Escape clears)"),
     ("r", "reload the root from disk"),
     ("u", "usage: tokens, cost and time of the session's subtree"),
     ("s", "search the text of every session (credited to the session that wrote it)"),

@@ -204,7 +204,7 @@ class SessionTree(Tree[TreeEntry]):
                 node.set_label(self._label(summary, _depth(node) - 1))
 
     def set_filter(self, text: str) -> None:
-        """Show only sessions whose title, id or cwd contains `text` (and their kin)."""
+        """Show only sessions whose title, id, cwd or path contains `text` (and kin)."""
         text = text.strip().lower()
         if text == self._filter:
             return
@@ -300,8 +300,8 @@ class SessionTree(Tree[TreeEntry]):
         needle = self._filter
         if not needle or summary.path in self._revealed:
             return True
-        hay = f"{summary.display_title()}\n{summary.id}\n{summary.cwd or ''}".lower()
-        return needle in hay
+        snapshot = self._snapshot
+        return snapshot is not None and snapshot.matches(summary, needle)
 
     def _visible(self, node: LineageNode, cache: dict[Path, bool]) -> bool:
         """A lineage node is shown if it or any descendant matches the filter."""

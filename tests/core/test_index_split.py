@@ -1,0 +1,304 @@
+"""A big raw log indexed in two halves at once (`index._index_raw_split`, the second
+half in the process pool) gives exactly what the serial index and the full reader
+give, and falls back to the serial index whenever the halves cannot be joined exactly.
+
+The size threshold is lowered to zero here, so every raw log with a `turn/end` past its
+middle is split (the real threshold is 32 MiB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from turnline.core import index as index_module
+from turnline.core.codec import encode_records
+from turnline.core.index import index_log
+from turnline.core.model import ProblemKind, SessionEvent, SessionHeader
+from turnline.core.parallel import pool_for_work, usable_cores
+
+from ..conftest import fixture_logs
+from .disk_logs import event, turn_records
+from .gen_logs import logs
+from .test_index import BAD_CASES, HEADER, assert_same, full_read
+
+pytestmark = pytest.mark.skipif(
+    usable_cores() < 2, reason="the split needs two cores (no pool on one)"
+)
+
+
+def _record_splits(monkeypatch: pytest.MonkeyPatch, threshold: str, split: str) -> list[bool]:
+    """Lower the `threshold` to zero so every log is split, and record each outcome of
+    the `split` function (True: `ix` holds the result)."""
+    assert pool_for_work() is not None  # the halves really run in two processes
+    outcomes: list[bool] = []
+    real = getattr(index_module, split)
+
+    def recorded(*args: object) -> bool:
+        ok = bool(real(*args))
+        outcomes.append(ok)
+        return ok
+
+    monkeypatch.setattr(index_module, threshold, 0)
+    monkeypatch.setattr(index_module, split, recorded)
+    return outcomes
+
+
+@pytest.fixture
+def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Split every raw log; the list records each split's outcome (True: joined)."""
+    yield _record_splits(monkeypatch, "SPLIT_THRESHOLD", "_index_raw_split")
+
+
+@pytest.fixture
+def zjoined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Split every zstd log; the list records each split's outcome (True: `ix` holds
+    the result, joined or read whole by this process)."""
+    yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split")
+
+
+def _zstd(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:
+    """`raw` as dsh's zstd: the header line alone in the first frame, then frames of
+    `per_frame` lines."""
+    nl = raw.index(b"\n") + 1
+    lines = raw[nl:].splitlines(keepends=True)
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(raw[:nl])]
+    frames += [
+        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
+    ]
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(b"".join(frames))
+    return path
+
+
+def _line(record: object) -> bytes:
+    return orjson.dumps(record) + b"\n"
+
+
+def _log(tmp_path: Path, records: list[dict[str, object]], tail: bytes = b"") -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(_line(HEADER) + b"".join(_line(r) for r in records) + tail)
+    return path
+
+
+def _turns(n: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for k in range(n):
+        out += turn_records(len(out), k + 1)
+    return out
+
+
+def test_real_fixture_logs_split_exactly(joined: list[bool]) -> None:
+    for path in fixture_logs():
+        assert_same(index_log(path, block_size=4096), full_read(path))
+    # Most fixtures are a few turns long: their first turn/end past the middle is
+    # their last line, so there is no second half. The longer ones are split.
+    assert sum(joined) >= 5
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the patch holds
+@given(events=logs(max_turns=6))
+def test_generated_logs_split_exactly(
+    joined: list[bool], tmp_path_factory: pytest.TempPathFactory, events: list[SessionEvent]
+) -> None:
+    log = tmp_path_factory.mktemp("gen") / "session.jsonl"
+    header = SessionHeader(id="g-1", created_at=5, cwd="/w")
+    log.write_bytes(header.to_json_line() + b"".join(encode_records(events)))
+    ix = index_log(log, block_size=300)
+    assert_same(ix, full_read(log))
+    assert ix.problems == ()
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_bad_logs_split_or_fall_back_exactly(joined: list[bool], tmp_path: Path, case: str) -> None:
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(BAD_CASES[case][0])
+    assert_same(index_log(log, block_size=64), full_read(log))
+
+
+def test_a_healthy_log_is_joined(joined: list[bool], tmp_path: Path) -> None:
+    log = _log(tmp_path, _turns(40))
+    ix = index_log(log, block_size=512)
+    assert joined == [True]
+    assert_same(ix, full_read(log))
+    assert len(ix.timeline.turns) == 40
+
+
+def test_a_torn_tail_after_the_split_is_joined_with_its_line(
+    joined: list[bool], tmp_path: Path
+) -> None:
+    log = _log(tmp_path, _turns(40), tail=b'{"type":"turn/start","se')
+    ix = index_log(log, block_size=512)
+    assert joined == [True]
+    assert_same(ix, full_read(log))
+    (tail,) = ix.problems
+    assert tail.kind is ProblemKind.TORN_TAIL and tail.line == 40 * 4 + 2
+
+
+@pytest.mark.parametrize("half", ["first", "second"])
+def test_a_seq_gap_in_either_half_falls_back(joined: list[bool], tmp_path: Path, half: str) -> None:
+    records = _turns(40)
+    k = 20 if half == "first" else 140
+    records = [*records[:k], *[{**r, "seq": int(str(r["seq"])) + 3} for r in records[k:]]]
+    log = _log(tmp_path, records)
+    ix = index_log(log, block_size=512)
+    assert joined == [False]
+    assert_same(ix, full_read(log))
+    assert [p.kind for p in ix.problems] == [ProblemKind.SEQ_GAP]
+
+
+def test_a_corrupt_line_in_the_second_half_falls_back(joined: list[bool], tmp_path: Path) -> None:
+    records = _turns(40)
+    body = b"".join(_line(r) for r in records[:130])
+    body += b'{"type":"step/start","seq":130,"ti\n'
+    body += b"".join(_line(r) for r in records[131:])
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(_line(HEADER) + body)
+    ix = index_log(log, block_size=512)
+    assert joined == [False]
+    assert_same(ix, full_read(log))
+    assert ProblemKind.CORRUPT in {p.kind for p in ix.problems}
+
+
+def test_turns_without_numbers_after_the_split_fall_back(
+    joined: list[bool], tmp_path: Path
+) -> None:
+    """A turn with no number is numbered by counting the turns before it, which the
+    second half cannot know."""
+    records = _turns(40)
+    for r in records[100:]:
+        if r["type"] in ("turn/start", "turn/end"):
+            data = r["data"]
+            assert isinstance(data, dict)
+            r["data"] = {k: v for k, v in data.items() if k != "turn"}
+    log = _log(tmp_path, records)
+    ix = index_log(log, block_size=512)
+    assert joined == [False]
+    assert_same(ix, full_read(log))
+    assert [t.number for t in ix.timeline.turns] == list(range(1, 41))
+
+
+def test_an_odd_turn_end_in_the_second_half_falls_back(joined: list[bool], tmp_path: Path) -> None:
+    records = _turns(40)
+    records.append(event(len(records), "turn/end", turn=41, error="boom"))
+    log = _log(tmp_path, records)
+    ix = index_log(log, block_size=512)
+    assert joined == [False]
+    assert_same(ix, full_read(log))
+
+
+class _DeadPool:
+    """A pool whose worker died with the task (what `BrokenProcessPool` looks like to
+    the caller): the future fails."""
+
+    _broken = True
+
+    def submit(self, *_args: object) -> Future[object]:
+        future: Future[object] = Future()
+        future.set_exception(RuntimeError("the worker died"))
+        return future
+
+    def shutdown(self, **_kw: object) -> None:
+        pass
+
+
+def test_a_lost_worker_falls_back(
+    joined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
+    log = _log(tmp_path, _turns(40))
+    assert_same(index_log(log, block_size=512), full_read(log))
+    assert joined == [False]
+
+
+def test_no_pool_indexes_serially(
+    joined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process with threads and no pool started before them (the app without one)."""
+    monkeypatch.setattr(index_module, "pool_for_work", lambda: None)
+    log = _log(tmp_path, _turns(40))
+    assert_same(index_log(log, block_size=512), full_read(log))
+    assert joined == [False]
+
+
+# -- zstd ------------------------------------------------------------------------------
+
+
+def test_real_fixture_logs_as_zstd_split_exactly(
+    zjoined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    joins: list[bool] = []
+    real_join = index_module._join
+
+    def join(*args: object) -> bool:
+        joins.append(real_join(*args))  # type: ignore[arg-type]
+        return joins[-1]
+
+    monkeypatch.setattr(index_module, "_join", join)
+    for k, path in enumerate(fixture_logs()):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        log = _zstd(folder, path.read_bytes())
+        assert_same(index_log(log, block_size=4096), full_read(log))
+    assert len(zjoined) == len(fixture_logs())
+    # Most fixtures are a few turns long (no frame past the middle ends a turn before
+    # the last one): this process reads them whole. The longer ones are split and joined.
+    assert sum(joins) >= 5
+
+
+@pytest.mark.parametrize("per_frame", [1, 4])
+def test_a_healthy_zstd_log_is_joined(zjoined: list[bool], tmp_path: Path, per_frame: int) -> None:
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, per_frame)
+    ix = index_log(log, block_size=512)
+    assert zjoined == [True]
+    assert_same(ix, full_read(log))
+    assert len(ix.timeline.turns) == 40
+
+
+@pytest.mark.parametrize("case", [c for c, (body, _) in BAD_CASES.items() if b"\n" in body])
+def test_bad_logs_as_zstd_split_or_fall_back_exactly(
+    zjoined: list[bool], tmp_path: Path, case: str
+) -> None:
+    log = _zstd(tmp_path, BAD_CASES[case][0], 2)
+    assert_same(index_log(log, block_size=64), full_read(log))
+
+
+def test_a_torn_last_zstd_frame_after_the_split_is_joined(
+    zjoined: list[bool], tmp_path: Path
+) -> None:
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, 4)
+    blob = log.read_bytes()
+    log.write_bytes(blob[:-7])  # the last frame cut short
+    ix = index_log(log, block_size=512)
+    assert zjoined == [True]
+    assert_same(ix, full_read(log))
+    assert [p.kind for p in ix.problems] == [ProblemKind.TORN_TAIL]
+
+
+def test_a_seq_gap_in_the_first_zstd_half_falls_back(zjoined: list[bool], tmp_path: Path) -> None:
+    records = _turns(40)
+    records = [*records[:20], *[{**r, "seq": int(str(r["seq"])) + 3} for r in records[20:]]]
+    raw = _line(HEADER) + b"".join(_line(r) for r in records)
+    log = _zstd(tmp_path, raw, 4)
+    ix = index_log(log, block_size=512)
+    assert zjoined == [False]
+    assert_same(ix, full_read(log))
+    assert [p.kind for p in ix.problems] == [ProblemKind.SEQ_GAP]
+
+
+def test_a_lost_zstd_worker_falls_back(
+    zjoined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
+    raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
+    log = _zstd(tmp_path, raw, 4)
+    assert_same(index_log(log, block_size=512), full_read(log))
+    assert zjoined == [False]
