@@ -4,7 +4,7 @@ Every figure is printed beside its baseline measured in the same run on the same
 input, with the issue's goal and PASS/FAIL. Inputs go to a temporary folder that is
 removed at the end (`--keep` keeps it). Options: `--quick` (smaller inputs, for a
 smoke run), `--no-toolong` (skip installing toolong), `--no-tui`, `--only GROUP`
-(repeatable: show, wide, tui, fork, refresh, live).
+(repeatable: show, wide, tui, fork, refresh, live, usage, search, huge).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ PYTHON = sys.executable
 TURNLINE = str(Path(PYTHON).parent / "turnline")
 TIME = "/usr/bin/time"
 #: Figure groups `--only` can pick ("tui" is the tree and first-rows probes).
-GROUPS = ("show", "wide", "tui", "fork", "refresh", "live", "usage", "search")
+GROUPS = ("show", "wide", "tui", "fork", "refresh", "live", "usage", "search", "huge")
 
 NAIVE = """
 import sys, orjson
@@ -531,6 +531,10 @@ def main() -> None:
             bench_refresh(big.path, rows)
         if "live" in only:
             bench_live(big.path, rows, turns=40)
+        if "huge" in only:
+            from .huge import bench_huge
+
+            bench_huge(work, rows, Row, timed_together, tui=not args.no_tui)
         print(f"\nmachine: {os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}")
         print(f"total {time.perf_counter() - started:.0f} s\n")
         print_table(rows)

@@ -17,6 +17,7 @@ from typing import Any, Final, TypeAlias
 
 import orjson
 
+from .clipped import Clipped, join_texts, text_length
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
 
@@ -352,8 +353,11 @@ def decode_arguments(arguments: Any) -> tuple[Any, str]:
     """Tool-call arguments decoded, and as text for reading.
 
     dsh stores arguments as a JSON string: it is parsed when it holds JSON, and shown
-    indented; a string that is not JSON stays itself.
+    indented; a string that is not JSON stays itself, and so does a long one read
+    bounded (a `Clipped` prefix, which is not the JSON it begins).
     """
+    if isinstance(arguments, Clipped):
+        return arguments, arguments
     if isinstance(arguments, str):
         try:
             value = orjson.loads(arguments)
@@ -372,7 +376,7 @@ def result_text(part: Mapping[str, Any]) -> str:
         texts = [
             c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
         ]
-        joined = "\n".join(t for t in texts if t)
+        joined = join_texts([t for t in texts if t])
         if joined:
             return joined
     if content is None:
@@ -565,10 +569,13 @@ class Bounded:
 
 
 def bounded(text: str, limit: int = FIELD_LIMIT) -> Bounded:
-    """The first `limit` characters of `text` (a slice: cheap whatever the size)."""
-    if len(text) <= limit:
+    """The first `limit` characters of `text` (a slice: cheap whatever the size); for a
+    field read bounded (`Clipped`), `more` counts the whole field past them."""
+    total = text_length(text)
+    if total <= limit and not isinstance(text, Clipped):
         return Bounded(text)
-    return Bounded(text[:limit], len(text) - limit)
+    shown = text[:limit]
+    return Bounded(shown, max(0, total - len(shown)))
 
 
 def size_words(chars: int) -> str:
@@ -583,9 +590,8 @@ def size_words(chars: int) -> str:
 def _capped(value: Any, limit: int) -> Any:
     """`value` with every string longer than `limit` cut to a prefix and a note."""
     if isinstance(value, str):
-        if len(value) <= limit:
-            return value
-        return f"{value[:limit]}… {size_words(len(value) - limit)} more"
+        part = bounded(value, limit)
+        return f"{part.text}… {size_words(part.more)} more" if part.cut else part.text
     if isinstance(value, dict):
         return {key: _capped(item, limit) for key, item in value.items()}
     if isinstance(value, list):

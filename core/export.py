@@ -14,14 +14,18 @@ every path, failures included.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import os
 import re
+import secrets
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+from .clipped import Clipped
 from .content import (
     AssistantText,
     Block,
@@ -35,8 +39,10 @@ from .content import (
     header_model,
     turn_blocks,
 )
+from .longline import full_text
+from .model import SessionEvent
 from .root import LoadedSession
-from .textsafe import one_line, safe_text
+from .textsafe import UNSAFE_CODEPOINTS, one_line, safe_text
 from .timeline import Turn
 
 FORMATS = ("md", "html")
@@ -132,10 +138,10 @@ def build(loaded: LoadedSession, *, own_only: bool = False) -> SessionDoc:
     )
 
 
-def _truncate(text: str) -> tuple[str, str | None]:
-    if len(text) <= RESULT_LIMIT:
+def _truncate(text: str, limit: int | None = RESULT_LIMIT) -> tuple[str, str | None]:
+    if limit is None or len(text) <= limit:
         return text, None
-    return text[:RESULT_LIMIT], f"truncated: {len(text) - RESULT_LIMIT} more characters"
+    return text[:limit], f"truncated: {len(text) - limit} more characters"
 
 
 def _fork_line(fork: ForkPoint) -> str:
@@ -186,7 +192,7 @@ def to_markdown(doc: SessionDoc) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _md_turn(td: TurnDoc) -> list[str]:
+def _md_turn(td: TurnDoc, result_limit: int | None = RESULT_LIMIT) -> list[str]:
     turn = td.turn
     out = [f"## Turn {turn.number}", ""]
     for block in td.blocks:
@@ -212,7 +218,7 @@ def _md_turn(td: TurnDoc) -> list[str]:
             if result is None:
                 out += ["*(no result)*", ""]
             else:
-                text, note = _truncate(_md_text(result.text))
+                text, note = _truncate(_md_text(result.text), result_limit)
                 label = "Error result" if result.is_error else "Result"
                 out += [f"<details><summary>{label}</summary>", "", _fence(text), ""]
                 if note:
@@ -335,6 +341,73 @@ def turn_markdown(loaded: LoadedSession, turn: Turn) -> str:
     title = one_line(loaded.timeline.title or loaded.summary.id)
     head = [f"# {title}: turn {turn.number}", "", f"- id: `{one_line(loaded.summary.id)}`", ""]
     return "\n".join(head + _md_turn(TurnDoc(turn, blocks))).rstrip("\n") + "\n"
+
+
+def write_turn_markdown(
+    loaded: LoadedSession,
+    turn: Turn,
+    out: TextIO,
+    events: Sequence[SessionEvent] | None = None,
+) -> None:
+    """One turn as Markdown, every field whole (tool results too): what `o` opens in
+    the pager. The turn is read bounded (`events_between(bounded=True)`, or `events`
+    read so) and each field too long to hold (a `clipped.Clipped`) is copied from the
+    log to `out` window by window (`longline.full_text`), never held whole."""
+    if events is None:
+        events = loaded.events_between(turn.first_seq, turn.end_seq, bounded=True)
+    nonce = secrets.token_hex(6)
+    fields: dict[str, tuple[Clipped, bool]] = {}
+
+    def mark(text: str, quoted: bool = False) -> str:
+        if not isinstance(text, Clipped):
+            return text
+        token = f"\ue000{nonce}.{len(fields)}\ue001"
+        fields[token] = (text, quoted)
+        return token
+
+    blocks: list[Block] = []
+    for block in turn_blocks(events):
+        if isinstance(block, UserText):
+            block = dataclasses.replace(block, text=mark(block.text, quoted=True))
+        elif isinstance(block, (ContextText, AssistantText, Reasoning)):
+            block = dataclasses.replace(block, text=mark(block.text))
+        elif isinstance(block, ToolCall):
+            result = block.result
+            if result is not None:
+                result = dataclasses.replace(result, text=mark(result.text))
+            block = dataclasses.replace(
+                block, arguments_text=mark(block.arguments_text), result=result
+            )
+        blocks.append(block)
+    title = one_line(loaded.timeline.title or loaded.summary.id)
+    head = [f"# {title}: turn {turn.number}", "", f"- id: `{one_line(loaded.summary.id)}`", ""]
+    lines = head + _md_turn(TurnDoc(turn, tuple(blocks)), result_limit=None)
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    if not fields:
+        out.write(text)
+        return
+    for piece in re.split(f"(\ue000{nonce}\\.\\d+\ue001)", text):
+        field = fields.get(piece)
+        if field is None:
+            out.write(piece)
+            continue
+        clipped, quoted = field
+        for chunk in full_text(clipped):
+            chunk = _md_chunk(chunk)
+            out.write(chunk.replace("\n", "\n> ") if quoted else chunk)
+
+
+#: What `safe_text(…, keep_newlines=True)` removes (every unsafe character but `\n`).
+_UNSAFE_BUT_NEWLINE = re.compile(
+    "[" + "".join(f"\\u{c:04x}" for c in sorted(UNSAFE_CODEPOINTS) if c != 0x0A) + "]"
+)
+
+
+def _md_chunk(text: str) -> str:
+    """`_md_text` for a window of a long field, in C speed: `safe_text(text,
+    keep_newlines=True)` gives the same text (lone surrogates are U+FFFD already)."""
+    text = text.replace("\r\n", "\n").replace("\t", "    ")
+    return _UNSAFE_BUT_NEWLINE.sub("", text)
 
 
 def write_export(

@@ -39,7 +39,7 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter
@@ -60,6 +60,8 @@ from .logfile import (
     torn_line_message,
     turn_end_problem,
 )
+from .longline import LONG_LINE, LinePlace, LongRecord, zstd_inflates_past
+from .longline import lines as long_lines
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .parallel import discard_broken, pool_for_work
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
@@ -85,6 +87,9 @@ from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 BLOCK_SIZE: Final = 8 << 20
 #: At most this many bytes between two anchors, so a range read stays small.
 ANCHOR_SPACING: Final = 256 << 10
+#: Bytes of a line longer than a block that `_prefix_error` decodes to tell junk early
+#: (orjson on the whole block would build a string of up to 4x its size).
+PREFIX_CHECK: Final = 64 << 10
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
 
@@ -103,8 +108,10 @@ def worth_indexing(path: Path) -> bool:
         size = os.stat(path).st_size
     except OSError:
         return False
-    zstd = encoding_of(path) is Encoding.ZSTD
-    return size >= (ZSTD_INDEX_THRESHOLD if zstd else INDEX_THRESHOLD)
+    if encoding_of(path) is not Encoding.ZSTD:
+        return size >= INDEX_THRESHOLD
+    # A small zstd log can still hold a huge field (repeated text compresses 10,000:1).
+    return size >= ZSTD_INDEX_THRESHOLD or zstd_inflates_past(path, INDEX_THRESHOLD)
 
 
 class IndexCancelled(Exception):
@@ -507,6 +514,42 @@ class _Indexer:
         self.builder.feed(result)
         return None
 
+    def consume_long(self, pos: int, line_end: int, first: bytes) -> _Stop | None:
+        """Index the one raw line at `pos`–`line_end` (its newline), too long to hold:
+        decoded bounded (`longline`: its long strings cut to a prefix, everything the
+        index needs exact). `first` is its first bytes."""
+        place = LinePlace(self.path, False, pos)
+        record = next(long_lines(place, line_end + 1), None)
+        if not isinstance(record, LongRecord):
+            record = LongRecord(None, "unreadable")
+        stop = self.consume_record(record, (pos, 0))
+        if stop is not None:
+            return stop
+        if self._first_seq is not None and self._ended and first.startswith(TURN_END_LINE):
+            self._turn_end_offset(line_end + 1)
+        self.offset = line_end + 1
+        self.line += 1
+        return None
+
+    def consume_record(self, record: LongRecord, anchor: tuple[int, int]) -> _Stop | None:
+        """Take one long line decoded bounded (the next line, `self.line + 1`); anchor
+        it at `anchor` (file offset; zstd: frame offset and the line's place in it)."""
+        line_no = self.line + 1
+        if record.error is not None:
+            return _Stop(f"line {line_no} is not valid JSON ({record.error})", ProblemKind.CORRUPT)
+        try:
+            events = expand_record(record.value)
+        except RecordError as exc:
+            return _Stop(f"line {line_no}: {exc}", exc.kind)
+        stop = self._decoded(events, line_no)
+        if stop is not None:
+            return stop
+        if self._first_seq is not None:
+            self._anchor(self._first_seq, *anchor)
+        # The last line for `last_time`: the bounded value says the same of its time.
+        self.last_line = orjson.dumps(record.value)
+        return None
+
     # -- stopping (LogReader._stop_at / _classify_stuck) ------------------------------
 
     def stop(self, stop: _Stop, line_no: int, rest_has_turn_end: bool) -> None:
@@ -625,7 +668,7 @@ def _index_raw_lines(
                 if line_end < 0:
                     ix.set_tail(torn_line_message(size - pos))
                     return
-                why = _prefix_error(chunk)
+                why = _prefix_error(chunk[:PREFIX_CHECK])
                 if why is not None:
                     bad_line = ix.line + 1
                     rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
@@ -633,6 +676,16 @@ def _index_raw_lines(
                     stop = _Stop(f"line {bad_line} is not valid JSON ({why})", ProblemKind.CORRUPT)
                     ix.stop(stop, bad_line, rest)
                     return
+                if line_end - pos >= LONG_LINE:
+                    refused = ix.consume_long(pos, line_end, chunk)
+                    if refused is not None:
+                        bad_line = ix.line + 1
+                        rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
+                        ix.offset = pos
+                        ix.stop(refused, bad_line, rest)
+                        return
+                    pos = line_end + 1
+                    continue
                 chunk = _pread_all(fd, line_end + 1 - pos, pos)
                 end = len(chunk)
             if end == 0:
@@ -903,28 +956,109 @@ class _FrameReader:
             self.buf_pos = pos
         return memoryview(self.buf)[pos - self.buf_pos :]
 
-    def frame(self, pos: int) -> tuple[bytes, int] | str | None:
-        """`(content, compressed size)` of the frame at `pos`; an error message for a
-        frame that does not decode; None for an incomplete last frame."""
+    def frame(self, pos: int, cap: int | None = None) -> tuple[bytes, int] | _BigFrame | str | None:
+        """`(content, compressed size)` of the frame at `pos`; a `_BigFrame` (its content
+        not kept) when that content passes `cap` bytes; an error message for a frame
+        that does not decode; None for an incomplete last frame."""
         dobj = self.dctx.decompressobj()
         parts: list[bytes] = []
-        window = 1 << 15
+        kept = 0
+        last = b""
+        big = False
+        # Compressed bytes fed at a time: from 1 KB, doubled while the output stays
+        # small, halved once it passes 1 MiB (repeated text inflates 10,000:1: a whole
+        # 4 MiB window could come out as gigabytes at once).
+        window = 1 << 10
         start = pos
         while True:
             view = self._ensure(pos, window)[:window]
             if not len(view):
                 return None
             try:
-                parts.append(dobj.decompress(view))
+                got = dobj.decompress(view)
             except zstandard.ZstdError as exc:
                 return str(exc)
+            if got:
+                last = got[-1:]
+                if not big:
+                    parts.append(got)
+                    kept += len(got)
+                    if cap is not None and kept > cap:
+                        big, parts = True, []  # too big to hold: only find where it ends
             if dobj.eof:
                 used = pos - start + len(view) - len(dobj.unused_data)
+                if big:
+                    return _BigFrame(used, last == b"\n")
                 return b"".join(parts), used
             pos += len(view)
             if pos >= self.size:
                 return None
-            window = min(window * 2, 1 << 22)
+            grow = len(got) <= 1 << 20
+            window = min(window * 2, 1 << 22) if grow else max(256, window // 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _BigFrame:
+    """A zstd frame whose content is too big to hold (`_FrameReader.frame`)."""
+
+    used: int  # its compressed size
+    ends_with_newline: bool
+
+
+def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> bool:
+    """Index the lines of the frame at `pos` without holding its content: batches of
+    short lines as `_Indexer.consume` takes them, a long line decoded bounded
+    (`longline`). False if reading stopped."""
+    frame_no = ix.line
+    end = pos + used
+    ix.batch_file_start = pos
+    block: list[bytes] = []
+    block_len = 0
+    block_start = 0  # offset in the frame's content of the block's first line
+    done = 0  # lines of the frame consumed before the block
+
+    def flush() -> bool:
+        nonlocal block, block_len, block_start, done
+        if not block:
+            return True
+        data = b"".join(block)
+        lines = len(block)
+        frames = [_Frame(0, frame_no + done, len(data), end, block_start)]
+        halt = ix.consume(data, 0, frames)
+        if halt is not None:
+            line_end = data.find(b"\n", halt.at) + 1
+            rest = has_turn_end(data, line_end) or _scan_rest_for_turn_end(fd, end, size)
+            ix.offset = pos
+            ix.stop(halt.stop, frame_no + done + halt.index + 1, rest)
+            return False
+        done += lines
+        block_start += len(data)
+        block, block_len = [], 0
+        return True
+
+    for item in long_lines(LinePlace(ix.path, True, pos, 0), end):
+        if isinstance(item, bytes):
+            block.append(item + b"\n")
+            block_len += len(item) + 1
+            if block_len >= ix.block_size and not flush():
+                return False
+            continue
+        if not flush():
+            return False
+        ix.line = frame_no + done
+        stop = ix.consume_record(item, (pos, block_start))
+        if stop is not None:
+            rest = _scan_rest_for_turn_end(fd, end, size)
+            ix.offset = pos
+            ix.stop(stop, frame_no + done + 1, rest)
+            return False
+        done += 1
+        block_start += item.length + 1
+    if not flush():
+        return False
+    ix.line = frame_no + 1
+    ix.offset = end
+    return True
 
 
 def _index_zstd(
@@ -973,7 +1107,18 @@ def _index_zstd(
 
     while pos < size:
         ix._tick(pos)
-        got = reader.frame(pos)
+        got = reader.frame(pos, None if ix.header is None else ix.block_size)
+        if isinstance(got, _BigFrame) and got.ends_with_newline:
+            # A frame too big to hold (a 200 MB tool result): read it line by line.
+            if not flush() or not _index_big_frame(ix, fd, pos, got.used, size):
+                return None
+            pos += got.used
+            continue
+        if isinstance(got, _BigFrame):
+            if not flush():
+                return None
+            corrupt(f"zstd frame {ix.line + 1} does not end with a newline")
+            return None
         if got is None or isinstance(got, str) or (got[0] and not got[0].endswith(b"\n")):
             if not flush():
                 return None
@@ -1083,7 +1228,7 @@ def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, byte
                 pos = end
                 continue
         got = reader.frame(pos)
-        if got is None or isinstance(got, str):
+        if got is None or isinstance(got, (str, _BigFrame)):
             return None
         content, used = got
         pos += used
@@ -1224,12 +1369,16 @@ class IndexedSession:
         events to extend the timeline, without re-reading the log."""
         return copy.deepcopy(self._builder) if self._builder is not None else TimelineBuilder()
 
-    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+    def events_between(
+        self, first_seq: int, last_seq: int | None, *, bounded: bool = False
+    ) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
 
         Reads only the byte range between the anchors around those seqs (the whole
         valid range if the log's seqs ever step back). Never raises for bad content:
-        a line that does not decode here ends the list.
+        a line that does not decode here ends the list. `bounded`: a line of
+        `longline.LONG_LINE` bytes or more is never held whole; its long strings are
+        `clipped.Clipped` prefixes (for display).
         """
         hi = float("inf") if last_seq is None else last_seq
         if self._events is not None:
@@ -1242,16 +1391,19 @@ class IndexedSession:
             j = bisect.bisect_right(seqs, hi) if last_seq is not None else len(seqs)
         else:
             k, j = -1, len(seqs)
-        return self._read(k, j, first_seq, hi)
+        return self._read(k, j, first_seq, hi, bounded)
 
     def _read(
-        self, k: int, j: int, first_seq: float | None, hi: float | None
+        self, k: int, j: int, first_seq: float | None, hi: float | None, bounded: bool = False
     ) -> list[SessionEvent]:
         """Events of the lines from anchor k (-1: the first line) to anchor j (exclusive;
         `len`: the end), those in `[first_seq, hi]` unless both are None."""
         seqs = self._anchor_seqs
         stop = self._anchor_pos[j] if j < len(seqs) else self.size
-        if self.summary.encoding is Encoding.ZSTD:
+        lines: Iterable[bytes | LongRecord]
+        if bounded:
+            lines = self._bounded_lines(k, stop)
+        elif self.summary.encoding is Encoding.ZSTD:
             if k >= 0:
                 lines = _zstd_lines(self.path, self._anchor_pos[k], self._anchor_skip[k], stop)
             else:
@@ -1264,10 +1416,15 @@ class IndexedSession:
         lo = first_seq if first_seq is not None else 0
         top = hi if hi is not None else 0
         for line in lines:
-            if not line.strip():
-                continue
             try:
-                events = expand_record(loads(line))
+                if isinstance(line, LongRecord):
+                    if line.error is not None:
+                        break
+                    events = expand_record(line.value)
+                elif not line.strip():
+                    continue
+                else:
+                    events = expand_record(loads(line))
             except (orjson.JSONDecodeError, RecordError):
                 break
             if everything:
@@ -1279,6 +1436,26 @@ class IndexedSession:
             if self._increasing and events and events[-1].seq > top:
                 break
         return out
+
+    def _bounded_lines(self, k: int, stop: int) -> Iterator[bytes | LongRecord]:
+        """The lines from anchor k (-1: the first line) on, a long one decoded bounded:
+        a raw log's up to `stop`, a zstd log's until the caller stops (whole frames)."""
+        if self.summary.encoding is Encoding.ZSTD:
+            place = LinePlace(
+                self.path,
+                True,
+                *((self._anchor_pos[k], self._anchor_skip[k]) if k >= 0 else (0, 0)),
+            )
+            found = long_lines(place, self.size)
+            if k < 0:
+                next(found, None)  # past the header line
+        else:
+            start = self._anchor_pos[k] if k >= 0 else self._data_start
+            found = long_lines(LinePlace(self.path, False, start), stop)
+        try:
+            yield from found
+        finally:
+            found.close()
 
 
 class LazyEvents(Sequence[SessionEvent]):
@@ -1358,7 +1535,7 @@ def _zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes]
         pos = frame_pos
         while pos < size:
             got = reader.frame(pos)
-            if got is None or isinstance(got, str):
+            if got is None or isinstance(got, (str, _BigFrame)):
                 break
             content, used = got
             parts.append(content[skip:] if pos == frame_pos else content)

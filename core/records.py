@@ -17,6 +17,7 @@ import msgspec
 import orjson
 import zstandard
 
+from .clipped import join_texts
 from .codec import PACKED_TAGS, packed_count
 
 #: A fallback title (cut from the first user text) ends with this when text was left out.
@@ -241,7 +242,7 @@ def message_text(message: Any, *, kinds: tuple[str, ...] = ("text",)) -> str:
         and part.get("type") in kinds
         and isinstance(part.get("text"), str)
     ]
-    return "\n".join(p for p in parts if p)
+    return join_texts([p for p in parts if p])  # a long part stays `Clipped`
 
 
 def is_user_input(message: Any) -> bool:

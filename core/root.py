@@ -352,14 +352,18 @@ class LoadedSession:
             return exc
         return None
 
-    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+    def events_between(
+        self, first_seq: int, last_seq: int | None, *, bounded: bool = False
+    ) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end).
 
         The UI reads a turn's events through this, never through `events` directly,
-        so a large log can serve them on demand.
+        so a large log can serve them on demand. `bounded` (for display): a big log's
+        line of `longline.LONG_LINE` bytes or more is read in windows, its long strings
+        cut to `clipped.Clipped` prefixes (a log read whole holds its lines already).
         """
         if self.index is not None:
-            return self.index.events_between(first_seq, last_seq)
+            return self.index.events_between(first_seq, last_seq, bounded=bounded)
         hi = float("inf") if last_seq is None else last_seq
         return [e for e in self.events if first_seq <= e.seq <= hi]
 

@@ -30,8 +30,10 @@ from .logfile import (
     torn_frame_message,
     torn_line_message,
 )
+from .longline import zstd_inflates_past
 from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
 from .records import (
+    INDEX_THRESHOLD,
     MAX_HEADER_LINE,
     TURN_TYPES,
     HeadError,
@@ -342,6 +344,8 @@ def summary_state(
         return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0, None)
     if encoding == RAW:
         state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime)
+    elif max_size is not None and zstd_inflates_past(raw, INDEX_THRESHOLD):
+        return None  # small, but it inflates past what is read whole: index it
     else:
         buf, problems, exact, consumed = _decode_zstd(raw)
         state = (

@@ -184,7 +184,7 @@ class SessionView:
         return None
 
     def _type_at(self, index: int) -> str:
-        events = self.events_between(index, index)
+        events = self.events_between(index, index, bounded=True)
         return events[0].type if events else "not an event"
 
     def _verdict(self, turn: Turn) -> str | None:
@@ -217,26 +217,36 @@ class SessionView:
 
     # -- content ------------------------------------------------------------------------
 
-    def events_between(self, first_seq: int, last_seq: int | None) -> list[SessionEvent]:
+    def events_between(
+        self, first_seq: int, last_seq: int | None, *, bounded: bool = False
+    ) -> list[SessionEvent]:
         """The events whose seq lies in `[first_seq, last_seq]` (None: to the end), from
-        the loaded log (read on demand for a big one) and the appended tail."""
-        events = self.loaded.events_between(first_seq, last_seq)
+        the loaded log (read on demand for a big one) and the appended tail.
+
+        `bounded`: for display. A line of `longline.LONG_LINE` bytes or more is never
+        held whole: its long string fields are `clipped.Clipped` prefixes that know the
+        whole field's length and where to stream it from (`longline.full_text`).
+        """
+        events = self.loaded.events_between(first_seq, last_seq, bounded=bounded)
         if self._tail:
             hi = float("inf") if last_seq is None else last_seq
             start = bisect.bisect_left([e.seq for e in self._tail], first_seq)
             events.extend(e for e in self._tail[start:] if e.seq <= hi)
         return events
 
-    def turn_events(self, index: int) -> list[SessionEvent]:
-        """One turn's events (lead-in included)."""
+    def turn_events(self, index: int, *, bounded: bool = True) -> list[SessionEvent]:
+        """One turn's events (lead-in included), bounded for display unless asked not
+        to be (see `events_between`)."""
         view = self.turn_view(index)
         if view is None:
             return []
-        return self.events_between(view.turn.first_seq, view.turn.end_seq)
+        return self.events_between(view.turn.first_seq, view.turn.end_seq, bounded=bounded)
 
-    def blocks(self, index: int) -> list[Block]:
-        """One turn's content as typed blocks (`core.content`)."""
-        events = self.turn_events(index)
+    def blocks(self, index: int, events: Sequence[SessionEvent] | None = None) -> list[Block]:
+        """One turn's content as typed blocks (`core.content`), from its bounded events
+        (`turn_events`; pass them when you have read them already)."""
+        if events is None:
+            events = self.turn_events(index)
         return turn_blocks(events, model=self._model_before(index, events))
 
     def _model_before(self, index: int, events: Sequence[SessionEvent]) -> str | None:

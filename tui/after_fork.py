@@ -11,16 +11,19 @@ import os
 import shlex
 import subprocess
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 from textual.binding import Binding, BindingType
 from turnline.core.compare import CompareError, compare
-from turnline.core.export import ExportError, export, turn_markdown, write_export
+from turnline.core.export import ExportError, export, write_export, write_turn_markdown
 from turnline.core.resume import resume_command
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import one_line
+from turnline.core.timeline import Turn
+from turnline.core.view import SessionView
 from turnline.core.xdg import ConfigError
 
 from .screens import CompareScreen, ExportRequest, ExportScreen
@@ -185,11 +188,31 @@ class AfterForkActions:
         if view is None or turn is None:
             self._say("no turn is highlighted", title="Open", warning=True)
             return
-        text = turn_markdown(view.loaded, turn)
+        # Written off the UI thread: a 200 MB field is copied from the log window by
+        # window (core.export.write_turn_markdown), and the app keeps answering keys.
+        app.run_worker(
+            partial(self._write_turn, view, turn, program),
+            thread=True,
+            group="open-turn",
+            exclusive=True,
+            exit_on_error=False,
+            description="write a turn for the pager",
+        )
+
+    def _write_turn(self, view: SessionView, turn: Turn, program: str) -> None:
+        app = self._app()
         fd, name = tempfile.mkstemp(prefix="turnline-turn-", suffix=".md")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as stream:
-                stream.write(text)
+                events = view.events_between(turn.first_seq, turn.end_seq, bounded=True)
+                write_turn_markdown(view.loaded, turn, stream, events)
+        except BaseException:
+            os.unlink(name)
+            raise
+        app.call_from_thread(self._page, program, name)
+
+    def _page(self, program: str, name: str) -> None:
+        try:
             self._run_suspended([*shlex.split(program), name], cwd=os.getcwd())
         finally:
             os.unlink(name)

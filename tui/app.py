@@ -483,7 +483,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             if verdict is None:
                 return
             events = view.turn_events(index)
-            blocks = view.blocks(index)
+            blocks = view.blocks(index, events)
         else:
             events = view.events_between(turn.first_seq, turn.end_seq)
             verdict = preview_verdict(index, turn)

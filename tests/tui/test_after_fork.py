@@ -117,6 +117,7 @@ async def test_y_copies_the_id_and_o_opens_the_turn_in_the_pager(
         turn = app.timeline.current_turn
         assert turn is not None
         await pilot.press("o")
+        await wait_for(pilot, seen.exists)  # the turn is written off the UI thread
         await pilot.pause()
     text = seen.read_text()
     assert f"turn {turn.number}" in text and f"answer {turn.number}" in text
