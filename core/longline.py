@@ -53,6 +53,10 @@ LONG_LINE: Final = 1 << 20
 CLIP_BYTES: Final = 64 << 10
 #: Bytes read (or decompressed) at a time.
 WINDOW: Final = 1 << 20
+#: The first window of a read whose end is open: most reads want one turn's lines (tens
+#: of KB), so windows start this small and double up to `WINDOW` (a 1 MiB first window
+#: made every turn of a big zstd log decompress 16 times what it needed).
+FIRST_WINDOW: Final = 1 << 16
 #: The most bytes of a long line's skeleton (everything but its clipped strings).
 SKELETON_LIMIT: Final = 16 << 20
 
@@ -117,13 +121,15 @@ class LinePlace:
                 stop = None if end is None else self.pos + end
                 if limit is not None:
                     stop = limit if stop is None else min(stop, limit)
+                size = FIRST_WINDOW
                 while stop is None or pos < stop:
-                    want = WINDOW if stop is None else min(WINDOW, stop - pos)
+                    want = size if stop is None else min(size, stop - pos)
                     chunk = os.pread(fh.fileno(), want, pos)
                     if not chunk:
                         return
                     yield chunk
                     pos += len(chunk)
+                    size = min(size * 2, WINDOW)
                 return
             fh.seek(self.pos)
             source: Any = fh if limit is None else _Limited(fh, limit - self.pos)
@@ -156,13 +162,15 @@ def _decompressed(fh: Any, skip: int, count: int | None) -> Iterator[bytes]:
             if not got:
                 return
             skip -= len(got)
+        size = FIRST_WINDOW
         while count is None or count > 0:
-            got = reader.read(WINDOW if count is None else min(WINDOW, count))
+            got = reader.read(size if count is None else min(size, count))
             if not got:
                 return
             if count is not None:
                 count -= len(got)
             yield got
+            size = min(size * 2, WINDOW)
     except zstandard.ZstdError:
         return
 
