@@ -1615,14 +1615,21 @@ def index_prefix(path: Path, data: bytes) -> IndexedSession | None:
     nl = data.find(b"\n")
     if ix.encoding is not Encoding.RAW or nl < 0 or not data.endswith(b"\n"):
         return None
-    if not ix.take_header(data[:nl]) or ix.problems:
+    # An old header (no delegationDepth) is a warning the full index reports, not a
+    # reason to show no preview.
+    if not ix.take_header(data[:nl]) or _serious(ix.problems):
         return None
     ix.offset = nl + 1
     if nl + 1 < len(data) and ix.consume(data[nl + 1 :], nl + 1, None) is not None:
         return None
-    if ix.problems:
+    if _serious(ix.problems):
         return None
     return _result(ix, path, None, 0.0)
+
+
+def _serious(problems: Iterable[LogProblem]) -> bool:
+    """Any problem but the legacy-header warning."""
+    return any(p.kind is not ProblemKind.LEGACY_HEADER for p in problems)
 
 
 def _from_full_read(path: Path, session_id: str | None, mtime: float) -> IndexedSession:

@@ -24,7 +24,7 @@ import orjson
 from .codec import parse_header
 from .index import IndexedSession, index_prefix, worth_indexing
 from .logfile import Encoding, encoding_of
-from .model import SessionEvent
+from .model import ProblemKind, SessionEvent
 from .records import TURN_END_LINE
 from .timeline import Timeline
 
@@ -71,6 +71,9 @@ def head_preview(path: Path, head_bytes: int = HEAD_BYTES) -> HeadPreview | None
         header, problems = parse_header(orjson.loads(head[:nl]))
     except orjson.JSONDecodeError:
         return None
+    # An old header (no delegationDepth) is worth a warning, not a reason to wait for the
+    # whole index: the full load reports it.
+    problems = [p for p in problems if p.kind is not ProblemKind.LEGACY_HEADER]
     if header is None or problems or header.parent_session is not None or header.seed_length:
         return None
     # Up to the end of the head's last turn/end line (as dsh writes one; a head
