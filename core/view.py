@@ -204,7 +204,15 @@ class SessionView:
             # A closed turn's verdict changes only when the contiguous prefix grows (a
             # refusal may then lift; an allowed fork stays allowed): a live append
             # re-decides the new and the changed turns, not all of them.
-            if old is not None and old.turn is turn and (same_prefix or old.refusal is None):
+            # Equal, not only the same object: the first append's snapshot holds copies of
+            # the loaded turns (the builder is a deep copy), and re-deciding all of them
+            # read an event per turn of a big log (108 ms on 2,186 turns).
+            if (
+                old is not None
+                and turn.end_seq is not None  # an open turn's tokens may still grow
+                and (old.turn is turn or old.turn == turn)
+                and (same_prefix or old.refusal is None)
+            ):
                 view = old
             else:
                 inherited = turn.end_seq is not None and turn.end_seq < seed
