@@ -1441,6 +1441,16 @@ class IndexedSession:
         """The lines from anchor k (-1: the first line) on, a long one decoded bounded:
         a raw log's up to `stop`, a zstd log's until the caller stops (whole frames)."""
         if self.summary.encoding is Encoding.ZSTD:
+            if k >= 0:
+                # Most turns sit in a few small frames: read them as the unbounded path
+                # does (each frame decompressed once, capped at a block), unless a frame
+                # or a line is big, which the bounded stream below then reads.
+                quick = _small_zstd_lines(
+                    self.path, self._anchor_pos[k], self._anchor_skip[k], stop
+                )
+                if quick is not None:
+                    yield from quick
+                    return
             place = LinePlace(
                 self.path,
                 True,
@@ -1519,6 +1529,62 @@ def _raw_lines(path: Path, start: int, stop: int) -> list[bytes]:
         return []
     end = data.rfind(b"\n") + 1
     return data[:end].split(b"\n")[:-1]
+
+
+#: `_small_zstd_lines` takes frames spanning at most this many compressed bytes.
+_QUICK_SPAN: Final = 1 << 20
+#: Small frames `_small_zstd_lines` keeps, by (path, inode, mtime, offset): each holds
+#: less than `LONG_LINE` bytes of content.
+_RECENT_FRAMES: Final = 4
+_recent_frames: dict[tuple[str, int, int, int], tuple[bytes, int]] = {}
+_recent_lock = threading.Lock()
+
+
+def _small_zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes] | None:
+    """`_zstd_lines` for a short span of small frames holding no long line; None when
+    the span, a frame's content (past `LONG_LINE`) or a line is big."""
+    if stop - frame_pos > _QUICK_SPAN:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        size = st.st_size
+        reader = _FrameReader(fd, size)
+        parts: list[bytes] = []
+        pos = frame_pos
+        while pos < size:
+            # Turns share frames: the frames decompressed last are kept (a few MiB at
+            # most), so reading a log's turns in order decompresses each frame once.
+            key = (str(path), st.st_ino, st.st_mtime_ns, pos)
+            with _recent_lock:
+                kept = _recent_frames.get(key)
+            if kept is None:
+                got = reader.frame(pos, LONG_LINE)
+                if got is None or isinstance(got, str):
+                    break
+                if isinstance(got, _BigFrame):
+                    return None
+                kept = got
+                with _recent_lock:  # the app's load and detail workers read at once
+                    while len(_recent_frames) >= _RECENT_FRAMES:
+                        del _recent_frames[next(iter(_recent_frames))]
+                    _recent_frames[key] = kept
+            content, used = kept
+            parts.append(content[skip:] if pos == frame_pos else content)
+            pos += used
+            if pos > stop:
+                break
+        data = b"".join(parts)
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].split(b"\n")[:-1]
+    if any(len(line) >= LONG_LINE for line in lines):
+        return None
+    return lines
 
 
 def _zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes]:

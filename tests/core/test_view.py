@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from turnline.core.content import ToolCall, UserText
 from turnline.core.model import SessionEvent, SessionHeader
@@ -159,3 +160,35 @@ def test_a_fresh_fork_has_no_own_turn_and_its_first_own_turn_starts_after_the_ma
     kid.extend([[SessionEvent(e.type, e.seq + 1, e.time, e.data) for e in turn(4, 2)]])
     own = kid.turns[1]
     assert own.turn.first_seq == 5 and not own.inherited and own.forkable
+
+
+def test_bounded_reads_of_a_zstd_log_equal_the_full_reads(tmp_path: Path, monkeypatch) -> None:
+    """A big zstd log's turns read for display (small frames decompressed once and kept,
+    `index._small_zstd_lines`) are exactly the events the unbounded read gives, in any
+    order of turns, and after an append."""
+    import turnline.core.index as index_module
+
+    monkeypatch.setattr(index_module, "INDEX_THRESHOLD", 1)
+    monkeypatch.setattr(index_module, "ZSTD_INDEX_THRESHOLD", 1)
+    events: list[SessionEvent] = []
+    for number in range(1, 31):
+        events += turn(len(events), number)
+    path = write_log(tmp_path, SessionHeader("z1", cwd="/p"), events, zstd=True, batch=5)
+    loaded = SessionRoot(tmp_path).load(SessionRoot(tmp_path).scan()[0])
+    index = loaded.index
+    assert index is not None
+    quick: list[bool] = []
+    real = index_module._small_zstd_lines
+
+    def spy(*args: Any) -> Any:
+        got = real(*args)
+        quick.append(got is not None)
+        return got
+
+    monkeypatch.setattr(index_module, "_small_zstd_lines", spy)
+    turns = list(index.timeline.turns)
+    for t in [*turns, *reversed(turns), *turns[::3]]:
+        bounded = index.events_between(t.first_seq, t.end_seq, bounded=True)
+        assert bounded == index.events_between(t.first_seq, t.end_seq)
+        assert [e.seq for e in bounded] == list(range(t.first_seq, (t.end_seq or 0) + 1))
+    assert path.name.endswith(".zstd") and quick and all(quick)
