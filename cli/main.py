@@ -146,21 +146,16 @@ def _finite(value: Any) -> Any:
 
 def _has_nonfinite(value: Any) -> bool:
     """True if an infinite or NaN float sits anywhere in a JSON-shaped value."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            return True
-    return False
+    return _any_float(value, lambda x: not math.isfinite(x))
 
 
 def _has_float(value: Any) -> bool:
     """True if a float sits anywhere in a JSON-shaped value (dicts, lists, scalars)."""
+    return _any_float(value, lambda x: True)
+
+
+def _any_float(value: Any, wanted: Callable[[float], bool]) -> bool:
+    """True if a float for which `wanted` holds sits anywhere in a JSON-shaped value."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -169,7 +164,7 @@ def _has_float(value: Any) -> bool:
             stack.extend(item.values())
         elif kind is list or kind is tuple:
             stack.extend(item)
-        elif kind is float or (kind not in _PLAIN and isinstance(item, float)):
+        elif (kind is float or (kind not in _PLAIN and isinstance(item, float))) and wanted(item):
             return True
     return False
 

@@ -1545,43 +1545,10 @@ def _small_zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[
     the span, a frame's content (past `LONG_LINE`) or a line is big."""
     if stop - frame_pos > _QUICK_SPAN:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    data = _frames_content(path, frame_pos, skip, stop, cap=LONG_LINE)
+    if data is None:
         return None
-    try:
-        st = os.fstat(fd)
-        size = st.st_size
-        reader = _FrameReader(fd, size)
-        parts: list[bytes] = []
-        pos = frame_pos
-        while pos < size:
-            # Turns share frames: the frames decompressed last are kept (a few MiB at
-            # most), so reading a log's turns in order decompresses each frame once.
-            key = (str(path), st.st_ino, st.st_mtime_ns, pos)
-            with _recent_lock:
-                kept = _recent_frames.get(key)
-            if kept is None:
-                got = reader.frame(pos, LONG_LINE)
-                if got is None or isinstance(got, str):
-                    break
-                if isinstance(got, _BigFrame):
-                    return None
-                kept = got
-                with _recent_lock:  # the app's load and detail workers read at once
-                    while len(_recent_frames) >= _RECENT_FRAMES:
-                        del _recent_frames[next(iter(_recent_frames))]
-                    _recent_frames[key] = kept
-            content, used = kept
-            parts.append(content[skip:] if pos == frame_pos else content)
-            pos += used
-            if pos > stop:
-                break
-        data = b"".join(parts)
-    finally:
-        os.close(fd)
-    end = data.rfind(b"\n") + 1
-    lines = data[:end].split(b"\n")[:-1]
+    lines = _whole_lines(data)
     if any(len(line) >= LONG_LINE for line in lines):
         return None
     return lines
@@ -1590,29 +1557,61 @@ def _small_zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[
 def _zstd_lines(path: Path, frame_pos: int, skip: int, stop: int) -> list[bytes]:
     """Lines of the frames from `frame_pos` (its first `skip` bytes left out) through
     the frame that starts at or spans offset `stop`."""
+    return _whole_lines(_frames_content(path, frame_pos, skip, stop) or b"")
+
+
+def _whole_lines(data: bytes) -> list[bytes]:
+    """The complete lines of `data` (a cut last line left out)."""
+    end = data.rfind(b"\n") + 1
+    return data[:end].split(b"\n")[:-1]
+
+
+def _frames_content(
+    path: Path, frame_pos: int, skip: int, stop: int, *, cap: int | None = None
+) -> bytes | None:
+    """The content of the frames from `frame_pos` (its first `skip` bytes left out)
+    through the frame that starts at or spans offset `stop`, up to a frame that does
+    not decode. With `cap`: None if a frame's content passes `cap` bytes, and such
+    small frames are kept (`_recent_frames`: turns share frames, so reading a log's
+    turns in order decompresses each frame once); without it, a big frame ends it."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return []
+        return b""
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         reader = _FrameReader(fd, size)
         parts: list[bytes] = []
         pos = frame_pos
         while pos < size:
-            got = reader.frame(pos)
-            if got is None or isinstance(got, (str, _BigFrame)):
-                break
-            content, used = got
+            key = (str(path), st.st_ino, st.st_mtime_ns, pos)
+            kept = None
+            if cap is not None:
+                with _recent_lock:
+                    kept = _recent_frames.get(key)
+            if kept is None:
+                got = reader.frame(pos, cap)
+                if got is None or isinstance(got, str):
+                    break
+                if isinstance(got, _BigFrame):
+                    if cap is not None:
+                        return None
+                    break
+                kept = got
+                if cap is not None:
+                    with _recent_lock:  # the app's load and detail workers read at once
+                        while len(_recent_frames) >= _RECENT_FRAMES:
+                            del _recent_frames[next(iter(_recent_frames))]
+                        _recent_frames[key] = kept
+            content, used = kept
             parts.append(content[skip:] if pos == frame_pos else content)
             pos += used
             if pos > stop:
                 break
-        data = b"".join(parts)
+        return b"".join(parts)
     finally:
         os.close(fd)
-    end = data.rfind(b"\n") + 1
-    return data[:end].split(b"\n")[:-1]
 
 
 def index_log(

@@ -77,3 +77,18 @@ def turn_records(start: int, n: int, kind: str = "completed") -> list[dict[str, 
         event(start + 2, "step/start", turn=n, step=1),
         event(start + 3, "turn/end", turn=n, reason={"kind": kind}),
     ]
+
+
+def zstd_of(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:
+    """`raw` as dsh's zstd: the header line alone in the first frame, then frames of
+    `per_frame` lines."""
+    nl = raw.index(b"\n") + 1
+    lines = raw[nl:].splitlines(keepends=True)
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(raw[:nl])]
+    frames += [
+        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
+    ]
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(b"".join(frames))
+    return path

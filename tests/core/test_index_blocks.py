@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-import zstandard
 from turnline.core.index import index_log
 
 from ..conftest import fixture_logs
+from .disk_logs import zstd_of
 from .test_index import BAD_CASES, assert_same, full_read
 
 
@@ -21,21 +21,6 @@ def no_fork(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the index forked")
 
     monkeypatch.setattr(os, "fork", refuse)
-
-
-def _zstd(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:
-    """`raw` as dsh's zstd: the header line alone in the first frame, then frames of
-    `per_frame` lines."""
-    nl = raw.index(b"\n") + 1
-    lines = raw[nl:].splitlines(keepends=True)
-    cctx = zstandard.ZstdCompressor(write_checksum=True)
-    frames = [cctx.compress(raw[:nl])]
-    frames += [
-        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
-    ]
-    path = tmp_path / "session.jsonl.zstd"
-    path.write_bytes(b"".join(frames))
-    return path
 
 
 @pytest.mark.parametrize("block", [64, 4096, 1 << 20])
@@ -56,7 +41,7 @@ def test_bad_logs_in_blocks_index_exactly(
 
 @pytest.mark.parametrize("case", [c for c, (raw, _) in BAD_CASES.items() if b"\n" in raw])
 def test_bad_zstd_logs_index_exactly(no_fork: None, tmp_path: Path, case: str) -> None:
-    log = _zstd(tmp_path, BAD_CASES[case][0])
+    log = zstd_of(tmp_path, BAD_CASES[case][0])
     assert_same(index_log(log, block_size=64), full_read(log))
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-import zstandard
 from hypothesis import HealthCheck, given, settings
 from turnline.core import index as index_module
 from turnline.core.codec import encode_records
@@ -23,7 +22,7 @@ from turnline.core.model import ProblemKind, SessionEvent, SessionHeader
 from turnline.core.parallel import pool_for_work, usable_cores
 
 from ..conftest import fixture_logs
-from .disk_logs import event, turn_records
+from .disk_logs import event, turn_records, zstd_of
 from .gen_logs import logs
 from .test_index import BAD_CASES, HEADER, assert_same, full_read
 
@@ -60,21 +59,6 @@ def zjoined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Split every zstd log; the list records each split's outcome (True: `ix` holds
     the result, joined or read whole by this process)."""
     yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split")
-
-
-def _zstd(tmp_path: Path, raw: bytes, per_frame: int = 3) -> Path:
-    """`raw` as dsh's zstd: the header line alone in the first frame, then frames of
-    `per_frame` lines."""
-    nl = raw.index(b"\n") + 1
-    lines = raw[nl:].splitlines(keepends=True)
-    cctx = zstandard.ZstdCompressor(write_checksum=True)
-    frames = [cctx.compress(raw[:nl])]
-    frames += [
-        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
-    ]
-    path = tmp_path / "session.jsonl.zstd"
-    path.write_bytes(b"".join(frames))
-    return path
 
 
 def _line(record: object) -> bytes:
@@ -244,7 +228,7 @@ def test_real_fixture_logs_as_zstd_split_exactly(
     for k, path in enumerate(fixture_logs()):
         folder = tmp_path / str(k)
         folder.mkdir()
-        log = _zstd(folder, path.read_bytes())
+        log = zstd_of(folder, path.read_bytes())
         assert_same(index_log(log, block_size=4096), full_read(log))
     assert len(zjoined) == len(fixture_logs())
     # Most fixtures are a few turns long (no frame past the middle ends a turn before
@@ -255,7 +239,7 @@ def test_real_fixture_logs_as_zstd_split_exactly(
 @pytest.mark.parametrize("per_frame", [1, 4])
 def test_a_healthy_zstd_log_is_joined(zjoined: list[bool], tmp_path: Path, per_frame: int) -> None:
     raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
-    log = _zstd(tmp_path, raw, per_frame)
+    log = zstd_of(tmp_path, raw, per_frame)
     ix = index_log(log, block_size=512)
     assert zjoined == [True]
     assert_same(ix, full_read(log))
@@ -266,7 +250,7 @@ def test_a_healthy_zstd_log_is_joined(zjoined: list[bool], tmp_path: Path, per_f
 def test_bad_logs_as_zstd_split_or_fall_back_exactly(
     zjoined: list[bool], tmp_path: Path, case: str
 ) -> None:
-    log = _zstd(tmp_path, BAD_CASES[case][0], 2)
+    log = zstd_of(tmp_path, BAD_CASES[case][0], 2)
     assert_same(index_log(log, block_size=64), full_read(log))
 
 
@@ -274,7 +258,7 @@ def test_a_torn_last_zstd_frame_after_the_split_is_joined(
     zjoined: list[bool], tmp_path: Path
 ) -> None:
     raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
-    log = _zstd(tmp_path, raw, 4)
+    log = zstd_of(tmp_path, raw, 4)
     blob = log.read_bytes()
     log.write_bytes(blob[:-7])  # the last frame cut short
     ix = index_log(log, block_size=512)
@@ -287,7 +271,7 @@ def test_a_seq_gap_in_the_first_zstd_half_falls_back(zjoined: list[bool], tmp_pa
     records = _turns(40)
     records = [*records[:20], *[{**r, "seq": int(str(r["seq"])) + 3} for r in records[20:]]]
     raw = _line(HEADER) + b"".join(_line(r) for r in records)
-    log = _zstd(tmp_path, raw, 4)
+    log = zstd_of(tmp_path, raw, 4)
     ix = index_log(log, block_size=512)
     assert zjoined == [False]
     assert_same(ix, full_read(log))
@@ -299,6 +283,6 @@ def test_a_lost_zstd_worker_falls_back(
 ) -> None:
     monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
     raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
-    log = _zstd(tmp_path, raw, 4)
+    log = zstd_of(tmp_path, raw, 4)
     assert_same(index_log(log, block_size=512), full_read(log))
     assert zjoined == [False]

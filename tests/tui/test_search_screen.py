@@ -19,6 +19,7 @@ from turnline.tui.screens._search import HINT
 from turnline.tui.widgets._turn_detail import CURRENT_STYLE, MATCH_STYLE
 
 from .conftest import CWD, T0, make_family, turn, wait_for, write_session
+from .test_detail import spans_of
 
 SIZE = (120, 36)
 
@@ -120,16 +121,6 @@ def chinese_root(root: Path) -> Path:
     return root
 
 
-def styled(static: Static) -> list[tuple[str, str]]:
-    content = static.content
-    assert isinstance(content, Text)
-    return [
-        (content.plain[span.start : span.end], str(span.style))
-        for span in content.spans
-        if str(span.style) in (MATCH_STYLE, CURRENT_STYLE)
-    ]
-
-
 async def _open_hit(pilot: Pilot[Any], query: str) -> TurnlineApp:
     app = pilot.app
     assert isinstance(app, TurnlineApp)
@@ -158,14 +149,14 @@ async def test_enter_opens_the_hits_turn_with_the_matches_highlighted_and_n_move
         assert "match 1/5" in status
         assert detail.has_focus  # n / N work at once
         user = detail._fields[detail.matches[0].field].static
-        assert styled(user) == [
+        assert spans_of(user) == [
             ("分叉", CURRENT_STYLE),
             ("分叉", MATCH_STYLE),
             ("分叉", MATCH_STYLE),
         ]
         await pilot.press("n")
         assert "match 2/5" in str(detail.query_one("#find-status", Static).content)
-        assert styled(user) == [
+        assert spans_of(user) == [
             ("分叉", MATCH_STYLE),
             ("分叉", CURRENT_STYLE),
             ("分叉", MATCH_STYLE),
@@ -173,8 +164,8 @@ async def test_enter_opens_the_hits_turn_with_the_matches_highlighted_and_n_move
         await pilot.press("n", "n")
         assistant = detail._fields[detail.matches[3].field].static
         assert assistant is not user
-        assert styled(assistant)[0] == ("分叉", CURRENT_STYLE)
-        assert all(style == MATCH_STYLE for _, style in styled(user))
+        assert spans_of(assistant)[0] == ("分叉", CURRENT_STYLE)
+        assert all(style == MATCH_STYLE for _, style in spans_of(user))
         await pilot.press("N")
         assert "match 3/5" in str(detail.query_one("#find-status", Static).content)
         # The log text is literal: the highlight is styles on the same characters.
