@@ -568,8 +568,20 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             self._start_load(self.view.path, force=True)
         if not self._watching:
             self._watching = True
-            self._watch(message.root)
-            self._feed_catalog(message.root.path)
+            # Once the tree is drawn: the watcher's start (watchfiles' import, a watch
+            # on every folder, a `stat` of every log and a walk to prime itself) would
+            # otherwise hold the interpreter while the first tree is laid out and drawn.
+            # Nothing written meanwhile is missed: its first batch is what changed since
+            # the scan.
+            self.call_after_refresh(self._start_watching, message.root)
+
+    def _start_watching(self, root: SessionRoot) -> None:
+        """Start the root's watcher and the worker that feeds its changes to the search
+        catalog (once, after the first tree is on screen)."""
+        if self._stop.is_set():
+            return  # closed before the first tree was drawn
+        self._watch(root)
+        self._feed_catalog(root.path)
 
     def _note_empty_root(self) -> None:
         """A root with no session says so in the tree (the CLI's words), with the
