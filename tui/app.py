@@ -22,7 +22,6 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import turn_blocks
-from turnline.core.find import turn_holding
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -55,8 +54,7 @@ from .messages import (
     SessionLoaded,
 )
 from .pane_keys import PANE_BINDINGS, PaneActions
-from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
-from .screens._usage import UsageScreen
+from .screens import ForkPlan, ForkRequest, ForkScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline, turn_content
 from .widgets._session_tree import short_id
 
@@ -620,6 +618,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     @on(RootChanged)
     @while_shown
     def _on_root_changed(self, message: RootChanged) -> None:
+        from .screens._usage import UsageScreen
+
         if isinstance(self.screen, UsageScreen):
             self.screen.apply(message)  # it feeds only the appended events to its folds
         old, new = self.snapshot, message.snapshot
@@ -764,6 +764,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
+            from turnline.core.find import turn_holding
+
             # A search hit's seq may lie inside a turn; a parent's boundary ends one.
             target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
             if target is not None:
@@ -1101,6 +1103,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         if seq is not None and self._wanted is None and view is not None and view.path == path:
             # Already open: no load will take the seq, so move to its turn now.
             self._pending_seq = None
+            from turnline.core.find import turn_holding
+
             target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
             row = self.timeline.row_of_turn(target.index) if target is not None else None
             if row is not None:
@@ -1134,12 +1138,16 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
 
     def action_help(self) -> None:
         """Show keys and markers."""
+        from .screens import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_usage(self) -> None:
         """Show the usage of the selected session's subtree (Enter there opens a session)."""
         from turnline.core.prices import load_prices
         from turnline.core.xdg import ConfigError
+
+        from .screens._usage import UsageScreen
 
         snapshot, view = self.snapshot, self.view
         if snapshot is None or view is None or view.path not in snapshot.summaries:

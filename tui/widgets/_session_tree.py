@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.text import Text
 from textual import on, work
@@ -17,13 +17,15 @@ from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 from turnline.core.ids import WHERE, short_ids
 from turnline.core.lineage import LineageNode
-from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import middle_cut
 from turnline.core.usage import UsageFold, UsageTotals, combine, compact_tokens, fold_events
 
 from .._text import line, one_line
 from ..messages import Appended, RootSnapshot
+
+if TYPE_CHECKING:
+    from turnline.core.prices import PriceTable  # loaded when totals are first folded
 
 NO_CWD = "(no cwd)"
 #: Title width before the pane is laid out (then the pane's width decides).
