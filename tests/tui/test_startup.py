@@ -29,10 +29,7 @@ DEFERRED = (
 
 
 def test_the_app_module_leaves_what_the_first_screen_does_not_need() -> None:
-    code = (
-        "import sys, turnline.tui; "
-        f"print(' '.join(m for m in {DEFERRED!r} if m in sys.modules))"
-    )
+    code = f"import sys, turnline.tui; print(' '.join(m for m in {DEFERRED!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
