@@ -503,6 +503,9 @@ class Catalog:
         try:
             db.execute(_UNLINKED)
             db.execute(_STALE)
+            # The next check walks: a dropped log still on disk is found again, not
+            # missed until some folder changes.
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('walked', '0')")
             for path in paths:
                 row = db.execute("SELECT id FROM logs WHERE path=?", (str(path),)).fetchone()
                 if row is not None:
@@ -576,7 +579,6 @@ class Catalog:
         try:
             db.execute(_UNLINKED)
             db.execute(_STALE)
-            before = db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]
             docs: list[tuple[int, int, int, str, str]] = []
             for item in batch:
                 if isinstance(item, str):
@@ -602,6 +604,9 @@ class Catalog:
                 if row is not None:
                     _delete_docs(db, log_id, item.keep_before)
                 docs.extend((log_id, *r) for r in item.rows)
+            # After the deletes: new rows may take the rowids of deleted ones (the last
+            # log's, re-read), and the index must get every one of them.
+            before = db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]
             db.executemany("INSERT INTO docs(log, turn, seq, field, text) VALUES (?,?,?,?,?)", docs)
             db.execute(
                 "INSERT INTO fts(rowid, text) SELECT rowid, text FROM docs WHERE rowid>?", (before,)
