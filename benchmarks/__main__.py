@@ -479,8 +479,93 @@ def as_installed() -> None:
         compileall.compile_dir(str(REPO / package), quiet=1)
 
 
+def run_installed() -> None:
+    """Run this benchmark again under turnline installed as a user installs it, then
+    exit: a wheel of this checkout in a throwaway venv, its bytecode compiled by pip.
+
+    The development install (`pip install -e`) puts an import hook in every Python
+    start (setuptools' editable finder loads pathlib, re and more for it, 10 to 15 ms
+    a process) that no installed turnline has; the baselines (`python -c ...`) run
+    under the same throwaway interpreter, so both sides start alike. Its
+    dependencies are the development venv's, through a path file. If anything of
+    this fails, the benchmark measures the development install instead, and says so.
+    """
+    if os.environ.get("TURNLINE_BENCH_INSTALLED") == "1":
+        as_installed()  # the wheel's modules are compiled; a fallback run's are not
+        return
+    work = Path(tempfile.mkdtemp(prefix="turnline-bench-install-"))
+    venv = work / "venv"
+    python = venv / "bin" / "python"
+    try:
+        steps = [
+            [
+                PYTHON,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "-w",
+                str(work / "wheel"),
+                str(REPO),
+            ],
+            [PYTHON, "-m", "venv", "--without-pip", str(venv)],
+        ]
+        for cmd in steps:
+            subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        deps = subprocess.run(
+            [PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        Path(site, "turnline-bench-deps.pth").write_text(deps + "\n")
+        wheel = next((work / "wheel").glob("turnline-*.whl"))
+        subprocess.run(
+            [
+                PYTHON,
+                "-m",
+                "pip",
+                "--python",
+                str(python),
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                str(wheel),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    except (subprocess.CalledProcessError, OSError, StopIteration) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        print(
+            f"bench: could not install a wheel ({exc}; {detail.decode(errors='replace')[-200:]})"
+            " -- measuring the development install",
+            file=sys.stderr,
+        )
+        shutil.rmtree(work, ignore_errors=True)
+        as_installed()
+        return
+    print(f"bench: measuring {wheel.name}, installed in a throwaway venv", flush=True)
+    env = {**os.environ, "TURNLINE_BENCH_INSTALLED": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        status = subprocess.call(
+            [str(python), "-m", "benchmarks", *sys.argv[1:]], env=env, cwd=REPO
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(status)
+
+
 def main() -> None:
-    as_installed()
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--quick", action="store_true", help="small inputs (smoke run)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
@@ -493,6 +578,7 @@ def main() -> None:
         help="run only this group (repeatable): " + ", ".join(GROUPS),
     )
     args = parser.parse_args()
+    run_installed()
     only = set(args.only or GROUPS)
     if args.no_tui:
         only -= {"tui", "live"}

@@ -92,33 +92,9 @@ def _search(args: list[str]) -> int | None:
 
     gc.disable()  # many small objects and no cycles (as `cli.main` does for search)
     try:
-        import sqlite3
-
-        import orjson
-        from turnline.core.catalog import Catalog, CatalogError
-        from turnline.core.search import QueryError, parse_fields, search
-
-        words: list[str] = got["words"]
-        root = os.path.realpath(words[0])  # as `SessionRoot` resolves it
-        try:
-            fields = parse_fields(got.get("--in"))
-            catalog = Catalog(root)
-            try:
-                result = search(
-                    catalog,
-                    " ".join(words[1:]),
-                    fields=fields,
-                    include_inherited=bool(got.get("--include-inherited")),
-                    session=got.get("--session"),
-                    limit=got["limit"],
-                )
-            finally:
-                catalog.close()
-            data = orjson.dumps(
-                result.to_json_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-            )
-        except (QueryError, CatalogError, orjson.JSONEncodeError, OSError, sqlite3.Error):
-            return None  # `cli.main` says what is wrong, its own way
+        data = _answer(got)
+        if data is None:
+            return None
         try:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
@@ -128,6 +104,60 @@ def _search(args: list[str]) -> int | None:
         return 0
     finally:
         gc.enable()
+
+
+def _answer(got: dict[str, Any]) -> bytes | None:
+    """The `--json` document, or None for `cli.main` to answer.
+
+    A catalog found current since its last write holds a fresh state
+    (`core.fresh`): its stats are started in a forked child before the query's own
+    modules are even imported, and the query runs on the same read snapshot
+    meanwhile. Only when every entry still stats the same is that answer given;
+    otherwise (or with no fresh state) the catalog is brought up to date first, as
+    always."""
+    words: list[str] = got["words"]
+    root = os.path.realpath(words[0])  # as `SessionRoot` resolves it
+    from turnline.core.fresh import FreshCheck, open_fresh
+
+    opened = open_fresh(root)
+    check = FreshCheck(opened[1]) if opened is not None else None
+    import sqlite3
+
+    import orjson
+    from turnline.core.catalog import Catalog, CatalogError
+    from turnline.core.search import QueryError, parse_fields, search
+
+    options: dict[str, Any] = {
+        "fields": (),
+        "include_inherited": bool(got.get("--include-inherited")),
+        "session": got.get("--session"),
+        "limit": got["limit"],
+    }
+    query = " ".join(words[1:])
+    try:
+        options["fields"] = parse_fields(got.get("--in"))
+        result = None
+        if opened is not None and check is not None:
+            catalog = Catalog.wrap(opened[0], root)
+            try:
+                result = search(catalog, query, refresh=False, **options)
+                catalog.db.execute("COMMIT")
+            finally:
+                current = check.finish()
+                catalog.close()
+            if not current:
+                result = None
+        if result is None:
+            catalog = Catalog(root)
+            try:
+                result = search(catalog, query, **options)
+            finally:
+                catalog.close()
+        return orjson.dumps(
+            result.to_json_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        )
+    except (QueryError, CatalogError, orjson.JSONEncodeError, OSError, sqlite3.Error):
+        return None  # `cli.main` says what is wrong, its own way
 
 
 def _silence_stdout() -> None:

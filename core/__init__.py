@@ -4,12 +4,33 @@ The seed RFC's API is importable from here::
 
     from turnline.core import SessionStore, SessionForkError, Session, SessionEvent, SessionHeader
 
-Only the store and the data model are imported (stdlib and orjson): no zstd, no
-msgspec, no file readers, so `import turnline.core` stays cheap for every caller.
+The names are loaded on first use (PEP 562), so `import turnline.core` and every
+`turnline.core.<module>` import load nothing else: a warm search starts its
+freshness check before any of the store is imported.
 """
 
-from .model import END_SEED, TURN_END, TURN_START, SessionEvent, SessionHeader
-from .store import ForkErrorCode, Session, SessionForkError, SessionStore, check_boundary
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import END_SEED, TURN_END, TURN_START, SessionEvent, SessionHeader
+    from .store import ForkErrorCode, Session, SessionForkError, SessionStore, check_boundary
+
+#: Each exported name and the module that defines it.
+_HOME = {
+    "END_SEED": "model",
+    "TURN_END": "model",
+    "TURN_START": "model",
+    "SessionEvent": "model",
+    "SessionHeader": "model",
+    "ForkErrorCode": "store",
+    "Session": "store",
+    "SessionForkError": "store",
+    "SessionStore": "store",
+    "check_boundary": "store",
+}
 
 __all__ = [
     "END_SEED",
@@ -23,3 +44,16 @@ __all__ = [
     "SessionStore",
     "check_boundary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -14,7 +14,14 @@ none of them changed, the walk would find the same logs (a folder's mtime change
 whenever an entry is added, removed or renamed in it), so only the logs themselves
 are stat'ed. A folder modified within a second of the walk is recorded as unknown
 (its mtime could still change within the same clock tick), and so is a walk that
-met an error: the next check walks again.
+met an error: the next check walks again. Once a refresh finds the catalog current,
+it stores those stats in one row (`core.fresh`), so the next check reads one value
+instead of two tables, and a warm search does the stats in a child process while its
+query runs.
+
+Each text is kept in its displayed form (`textsafe.flat_line`: one line, unsafe
+characters removed, single spaces): a query matches what a user sees, so a phrase
+split by a line break is found, and a snippet is cut from it without sanitizing.
 
 Indexing many logs (the first search of a root) reads them in the process pool
 (`parallel.pool_for_work`) and this process writes their rows in bulk: documents
@@ -37,29 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from .xdg import cache_dir
+from .fresh import SCHEMA, FreshState, catalog_file
 
 if TYPE_CHECKING:
     from .summary import SessionSummary
 
 
-def _builtin_sha256() -> Callable[[bytes], Any]:
-    """The interpreter's own SHA-256: `hashlib` loads OpenSSL first, which costs a
-    tenth of a warm query. Same digests either way."""
-    import importlib
-
-    for name in ("_sha256", "_sha2"):  # Python 3.11; 3.12 and later
-        with contextlib.suppress(ImportError, AttributeError):
-            found: Callable[[bytes], Any] = importlib.import_module(name).sha256
-            return found
-    import hashlib
-
-    return hashlib.sha256
-
-
-_sha256: Final = _builtin_sha256()
-
-SCHEMA: Final = 2
 FIELDS: Final = ("user", "assistant", "reasoning", "tool")
 #: Logs per task when the pool reads them.
 BATCH: Final = 64
@@ -77,6 +67,9 @@ RACY_NS: Final = 1_000_000_000
 _UNLINKED: Final = (
     "INSERT OR REPLACE INTO meta VALUES ('linked', 'w' || strftime('%f', 'now') || random())"
 )
+
+#: Every write of logs, documents or watch rows forgets the fresh state (`quick_current`).
+_STALE: Final = "DELETE FROM fresh"
 
 #: (done, total) while indexing.
 Progress = Callable[[int, int], None]
@@ -98,6 +91,8 @@ CREATE TABLE IF NOT EXISTS logs(
 CREATE TABLE IF NOT EXISTS watch(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime INTEGER
 );
+
+CREATE TABLE IF NOT EXISTS fresh(k INTEGER PRIMARY KEY CHECK (k = 0), state BLOB NOT NULL);
 
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY,
@@ -134,12 +129,6 @@ class LogEntry:
 def catalog_path(root: Path | str) -> Path:
     """Where the catalog of `root` lives: one file per resolved root path."""
     return Path(catalog_file(os.path.realpath(root)))
-
-
-def catalog_file(resolved_root: str) -> str:
-    """`catalog_path` of an already resolved root, as a string (no `Path` work)."""
-    key = _sha256(os.fsencode(resolved_root)).hexdigest()[:24]
-    return os.path.join(cache_dir(), f"catalog-{key}.sqlite")
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -198,9 +187,6 @@ class Catalog:
         path = catalog_file(resolved)
         if not os.path.exists(path):
             return None
-        self = cls.__new__(cls)
-        self.root, self.root_str, self.path = Path(resolved), resolved, path
-        self._pending_watch, self._pending_clean = [], False
         try:
             db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
         except sqlite3.DatabaseError:
@@ -214,6 +200,16 @@ class Catalog:
         except sqlite3.DatabaseError:
             db.close()
             return None
+        return cls.wrap(db, resolved)
+
+    @classmethod
+    def wrap(cls, db: sqlite3.Connection, resolved_root: str) -> Catalog:
+        """The catalog of an already resolved root on a connection opened to its file
+        (`fresh.open_fresh`), taken as it is: nothing is checked or created."""
+        self = cls.__new__(cls)
+        self.root, self.root_str = Path(resolved_root), resolved_root
+        self.path = catalog_file(resolved_root)
+        self._pending_watch, self._pending_clean = [], False
         self.db = db
         return self
 
@@ -400,6 +396,58 @@ class Catalog:
         gone.extend(p for p in known if p not in walked)
         return jobs, gone, walked
 
+    # -- the fresh state: one read, then a stat per entry --------------------------------
+
+    def fresh_state(self) -> FreshState | None:
+        """What the catalog was last found current against (see `FreshState`), or None
+        when it has not been found current since its last write."""
+        row = self.db.execute("SELECT state FROM fresh WHERE k=0").fetchone()
+        if row is None:
+            return None
+        try:
+            return FreshState.loads(row[0])
+        except (ValueError, EOFError, TypeError):
+            return None  # not one this version wrote: `changes` tells
+
+    def quick_current(self) -> bool:
+        """True if the catalog is current: `changes` would find nothing to do. Only
+        the stored fresh state is read and each of its entries stat'ed; False also
+        when there is none (then `changes` must tell)."""
+        state = self.fresh_state()
+        return state is not None and state.check()
+
+    def _remember_fresh(self) -> None:
+        """Store the fresh state, when the catalog is current by every rule `changes`
+        and `refresh` apply (its last walk still holds and met no error, every log has
+        its place in it, the parent links are done).
+
+        It is made of the catalog's own rows, in the same transaction: the stat each
+        log had when it was read, and each folder's as the walk listed it. A folder the
+        walk saw within a second of its last change (mtime -1) never matches, so no
+        state is stored while one is left. Every later write removes it (`_STALE`)."""
+        if self.path == ":memory:":
+            return  # no other process ever reads it
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute(
+                "SELECT (SELECT value FROM meta WHERE key='walked') IS '1'"
+                " AND (SELECT value FROM meta WHERE key='linked') IS '1'"
+                " AND NOT EXISTS (SELECT 1 FROM logs WHERE pos IS NULL)"
+            ).fetchone()
+            if row[0]:
+                rows = db.execute(
+                    "SELECT path, mtime, size, ino, dev FROM watch"
+                    " UNION ALL SELECT path, mtime, size, ino, dev FROM logs"
+                ).fetchall()
+                if any(r[0] == self.root_str for r in rows) and all(r[1] != -1 for r in rows):
+                    state = FreshState.of_rows(rows).dumps()
+                    db.execute("INSERT OR REPLACE INTO fresh VALUES (0, ?)", (state,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     # -- keeping current ---------------------------------------------------------------
 
     def refresh(self, progress: Progress | None = None) -> int:
@@ -408,6 +456,8 @@ class Catalog:
         Returns:
             How many logs were (re-)indexed.
         """
+        if self.quick_current():
+            return 0
         jobs, gone, walked = self.changes()
         if gone:
             self.drop_many(gone)
@@ -418,6 +468,7 @@ class Catalog:
         linked = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
         if jobs or gone or linked is None or linked[0] != "1":
             self._relink()  # also after an `index`/`drop` alone (the app's watcher) or a crash
+        self._remember_fresh()
         return len(jobs)
 
     def _remember_walk(self, walked: dict[str, str | None]) -> None:
@@ -429,6 +480,7 @@ class Catalog:
                 "UPDATE logs SET pos=?, layout=? WHERE path=?",
                 [(k, layout, path) for k, (path, layout) in enumerate(walked.items())],
             )
+            db.execute(_STALE)
             db.execute("DELETE FROM watch")
             db.executemany("INSERT OR REPLACE INTO watch VALUES (?,?,?,?,?)", self._pending_watch)
             db.execute(
@@ -450,6 +502,10 @@ class Catalog:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(_UNLINKED)
+            db.execute(_STALE)
+            # The next check walks: a dropped log still on disk is found again, not
+            # missed until some folder changes.
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('walked', '0')")
             for path in paths:
                 row = db.execute("SELECT id FROM logs WHERE path=?", (str(path),)).fetchone()
                 if row is not None:
@@ -522,7 +578,7 @@ class Catalog:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(_UNLINKED)
-            before = db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]
+            db.execute(_STALE)
             docs: list[tuple[int, int, int, str, str]] = []
             for item in batch:
                 if isinstance(item, str):
@@ -548,6 +604,9 @@ class Catalog:
                 if row is not None:
                     _delete_docs(db, log_id, item.keep_before)
                 docs.extend((log_id, *r) for r in item.rows)
+            # After the deletes: new rows may take the rowids of deleted ones (the last
+            # log's, re-read), and the index must get every one of them.
+            before = db.execute("SELECT coalesce(max(rowid), 0) FROM docs").fetchone()[0]
             db.executemany("INSERT INTO docs(log, turn, seq, field, text) VALUES (?,?,?,?,?)", docs)
             db.execute(
                 "INSERT INTO fts(rowid, text) SELECT rowid, text FROM docs WHERE rowid>?", (before,)
@@ -575,13 +634,16 @@ class Catalog:
         )
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.execute("DELETE FROM meta WHERE key LIKE 'parent:%'")
-            self.db.executemany(
-                "INSERT INTO meta VALUES (?, ?)",
-                [(f"parent:{rows[c][0]}", str(rows[p][0])) for c, p in links.parent.items()],
-            )
             now = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
             if (now[0] if now is not None else None) == generation:
+                # Nothing was written since the read: these links are the logs' own.
+                # (Else they may be stale: the writer's own refresh links again.)
+                self.db.execute(_STALE)
+                self.db.execute("DELETE FROM meta WHERE key LIKE 'parent:%'")
+                self.db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [(f"parent:{rows[c][0]}", str(rows[p][0])) for c, p in links.parent.items()],
+                )
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', '1')")
             self.db.execute("COMMIT")
         except BaseException:
@@ -613,7 +675,9 @@ class Catalog:
     def children(self) -> dict[int, list[int]]:
         """Parent log id -> child log ids."""
         out: dict[int, list[int]] = {}
-        for k, v in self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'parent:%'"):
+        for k, v in self.db.execute(
+            "SELECT key, value FROM meta WHERE key >= 'parent:' AND key < 'parent;'"
+        ):
             out.setdefault(int(v), []).append(int(k[7:]))
         return out
 
@@ -941,8 +1005,11 @@ def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
 def _turn_rows(
     events: Sequence[Any], turns: Sequence[Any], seed: int
 ) -> list[tuple[int, int, str, str]]:
-    """(turn, seq, field, text) of every indexed text of `events`, seed left out."""
+    """(turn, seq, field, text) of every indexed text of `events`, seed left out.
+    Each text is kept as `textsafe.flat_line` gives it (what a query matches and a
+    snippet shows); one with nothing left is not kept."""
     from .content import turn_blocks
+    from .textsafe import flat_line
 
     rows: list[tuple[int, int, str, str]] = []
     by_first = iter(sorted(turns, key=lambda t: t.first_seq))
@@ -953,7 +1020,10 @@ def _turn_rows(
 
     def flush(number: int) -> None:
         for block in turn_blocks(group):
-            rows.extend((number, s, f, t) for s, f, t in _block_docs(block, seed))
+            for s, f, t in _block_docs(block, seed):
+                line = flat_line(t)
+                if line:
+                    rows.append((number, s, f, line))
 
     for event in events:
         while following is not None and event.seq >= following.first_seq:

@@ -572,7 +572,7 @@ _Listing = tuple[list["_FoundLog"], list[tuple[str, str]]]
 
 def _has_catalog(path: Path) -> bool:
     """Whether a search catalog was built for this (resolved) root."""
-    from .catalog import catalog_file
+    from .fresh import catalog_file
 
     try:
         return os.path.exists(catalog_file(str(path)))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .catalog import FIELDS, Catalog, Progress
-from .textsafe import one_line
+from .textsafe import flat_line, one_line
 
 DEFAULT_FIELDS: Final = ("user", "assistant")
 SNIPPET: Final = 96
@@ -46,6 +46,14 @@ class Term:
         if self.prefix:
             body = r"(?<!\w)" + body
         return re.compile(body, re.IGNORECASE)
+
+    def literal(self) -> str | None:
+        """What `pattern` matches in an ASCII line of the catalog (`flat_line`: its
+        only whitespace is single spaces) as plain lower-case text: this term's text,
+        unless it is a prefix (a word boundary) or not ASCII. None then."""
+        if self.prefix or not self.text.isascii():
+            return None
+        return " ".join(self.text.split()).lower()
 
 
 def parse_query(query: str) -> list[Term]:
@@ -159,18 +167,54 @@ def snippet_of(
     text: str, patterns: Sequence[re.Pattern[str]], width: int = SNIPPET
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """One safe line of `text` around its first match, and the match spans in it."""
-    line = one_line(text)
-    first = None
+    return line_snippet(flat_line(text), patterns, width)
+
+
+def line_snippet(
+    line: str,
+    patterns: Sequence[re.Pattern[str]],
+    width: int = SNIPPET,
+    literal: str | None = None,
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`snippet_of` of a text already in its catalog form (`textsafe.flat_line`).
+    `literal`: the one pattern's `Term.literal`, found by plain search in an ASCII
+    line (the same matches, several times faster)."""
+    if literal is not None and len(patterns) == 1 and line.isascii():
+        return _literal_snippet(line, literal, width)
+    first = -1
     for p in patterns:
         m = p.search(line)
-        if m and (first is None or m.start() < first.start()):
-            first = m
-    if first is None:
+        if m and (first < 0 or m.start() < first):
+            first = m.start()
+    if first < 0:
         return one_line(line, width), ()
-    start = max(0, first.start() - width // 3)
+    start = max(0, first - width // 3)
     end = min(len(line), start + width)
     start = max(0, min(start, end - width))
     return _window(line, start, end, end < len(line), patterns)
+
+
+def _literal_snippet(
+    line: str, literal: str, width: int
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """`line_snippet` of an ASCII line with one term found as plain text."""
+    folded = line.lower()
+    first = folded.find(literal)
+    if first < 0:
+        return one_line(line, width), ()
+    start = max(0, first - width // 3)
+    end = min(len(line), start + width)
+    start = max(0, min(start, end - width))
+    lead = "…" if start > 0 else ""
+    shown = lead + line[start:end] + ("…" if end < len(line) else "")
+    shift = len(lead) - start
+    spans: list[tuple[int, int]] = []
+    size = len(literal)
+    at = folded.find(literal, start)
+    while at >= 0 and at + size <= end:  # as `finditer` finds them in the window
+        spans.append((at + shift, at + size + shift))
+        at = folded.find(literal, at + size)
+    return shown, tuple(spans)
 
 
 def _fts_literal(text: str) -> str:
@@ -181,35 +225,46 @@ def _casefold_contains(text: object, needle: object) -> bool:
     return isinstance(text, str) and isinstance(needle, str) and needle in text.casefold()
 
 
+#: A log's row as a hit needs it: (path, session, title, seed, created).
+_LOG_COLUMNS: Final = "l.path, l.session, l.title, l.seed, l.created"
+
+
 def _term_docs(
-    catalog: Catalog, term: Term, fields: Sequence[str]
-) -> dict[tuple[int, int], list[tuple[int, str, str]]]:
-    """(log, turn) -> [(seq, field, text)] of the docs holding `term`."""
+    catalog: Catalog, term: Term, fields: Sequence[str], logs: dict[int, tuple[Any, ...]]
+) -> dict[tuple[int, int], tuple[int, str, str]]:
+    """(log, turn) -> the first (seq, field, text) of its docs holding `term`; the
+    row of each log found is added to `logs` (`_LOG_COLUMNS`)."""
     marks = ",".join("?" * len(fields))
     needle = term.text
     if len(needle) >= 3:
         rows = catalog.db.execute(
-            "SELECT d.log, d.turn, d.seq, d.field, d.text FROM fts JOIN docs d "
-            f"ON d.rowid = fts.rowid WHERE fts MATCH ? AND d.field IN ({marks})",
+            f"SELECT d.log, d.turn, d.seq, d.field, d.text, {_LOG_COLUMNS} FROM fts "
+            "JOIN docs d ON d.rowid = fts.rowid JOIN logs l ON l.id = d.log "
+            f"WHERE fts MATCH ? AND d.field IN ({marks})",
             (_fts_literal(needle), *fields),
         ).fetchall()
     else:  # trigrams cannot match under three characters: a folded substring scan
         catalog.db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)
         rows = catalog.db.execute(
-            "SELECT log, turn, seq, field, text FROM docs "
-            f"WHERE field IN ({marks}) AND tl_contains(text, ?)",
+            f"SELECT d.log, d.turn, d.seq, d.field, d.text, {_LOG_COLUMNS} FROM docs d "
+            f"JOIN logs l ON l.id = d.log WHERE d.field IN ({marks}) AND tl_contains(d.text, ?)",
             (*fields, needle.casefold()),
         ).fetchall()
-    found = term.pattern().search
-    out: dict[tuple[int, int], list[tuple[int, str, str]]] = {}
-    for log, turn, seq, field, text in rows:
-        if found(text):
-            key = (log, turn)
-            got = out.get(key)
+    found = term.pattern().search  # the exact rule; the index only narrows the rows
+    literal = term.literal()
+    out: dict[tuple[int, int], tuple[int, str, str]] = {}
+    get = out.get
+    for row in rows:
+        text = row[4]
+        if (literal in text.lower()) if literal is not None and text.isascii() else found(text):
+            key = (row[0], row[1])
+            got = get(key)
             if got is None:
-                out[key] = [(seq, field, text)]
-            else:
-                got.append((seq, field, text))
+                out[key] = (row[2], row[3], row[4])
+                if row[0] not in logs:
+                    logs[row[0]] = row[5:]
+            elif row[2] < got[0]:
+                out[key] = (row[2], row[3], row[4])
     return out
 
 
@@ -247,97 +302,70 @@ def search(
             raise QueryError(f"unknown field {f}")
     if refresh:
         catalog.refresh(progress)
-    matched: dict[tuple[int, int], list[tuple[int, str, str]]] | None = None
+    logs: dict[int, tuple[Any, ...]] = {}
+    matched: dict[tuple[int, int], tuple[int, str, str]] | None = None
     for term in sorted(terms, key=lambda t: -len(t.text)):
-        docs = _term_docs(catalog, term, fields)
+        docs = _term_docs(catalog, term, fields, logs)
         if matched is None:
             matched = docs
         else:
-            matched = {k: matched[k] + v for k, v in docs.items() if k in matched}
+            matched = {k: min(matched[k], v) for k, v in docs.items() if k in matched}
         if not matched:
             return SearchResult([], 0)
     assert matched is not None
     children = catalog.children()
-    logs = _log_rows(catalog, {log for log, _turn in matched}, children)
+    if children:
+        _add_descendants(catalog, logs, {log for log, _turn in matched}, children)
+    # Each hit as (sort key, log, turn, first doc, producer) first; the snippets (most
+    # of a hit's cost) only for those kept.
+    found_hits: list[tuple[tuple[int, str, int], int, int, tuple[int, str, str], int, int]] = []
+    for (log, turn), first in matched.items():
+        entry = logs[log]
+        if log not in children:
+            heirs: list[int] = []
+        else:
+            heirs = list(_heirs(log, first[0], logs, children))
+        found_hits.append(((-(entry[4] or 0), entry[0], -turn), log, turn, first, len(heirs), -1))
+        if include_inherited:
+            for heir in heirs:
+                e = logs[heir]
+                inherited = len(list(_heirs(heir, first[0], logs, children)))
+                found_hits.append(((-(e[4] or 0), e[0], -turn), heir, turn, first, inherited, log))
+    if session is not None:
+        found_hits = [
+            h for h in found_hits if logs[h[1]][1].startswith(session) or logs[h[1]][0] == session
+        ]
+    found_hits.sort(key=_sort_key)
+    total = len(found_hits)
+    if limit is not None:
+        found_hits = found_hits[:limit]
     patterns = [t.pattern() for t in terms]
-    words = all(not t.phrase for t in terms)
-    longest = max(len(t.text) for t in terms)
+    literal = terms[0].literal() if len(terms) == 1 else None
     hits: list[Hit] = []
-    for (log, turn), found in matched.items():
-        entry = logs.get(log)
-        if entry is None:
-            continue
-        seq, field, text = min(found)
-        shown, spans = _snippet(text, patterns, words, longest)
-        heirs = list(_heirs(log, seq, logs, children)) if log in children else []
+    for _key, log, turn, (seq, field, text), inherited_by, producer in found_hits:
+        path, session_id, title, _seed, created = logs[log]
+        shown, spans = line_snippet(text, patterns, literal=literal)
         hits.append(
             Hit(
-                entry[1],
-                entry[0],
-                entry[2],
+                session_id,
+                path,
+                title,
                 turn,
                 seq,
                 field,
                 shown,
                 spans,
-                len(heirs),
-                None,
-                entry[4] or 0,
+                inherited_by,
+                None if producer < 0 else logs[producer][1],
+                created or 0,
             )
         )
-        if include_inherited:
-            for heir in heirs:
-                e = logs[heir]
-                hits.append(
-                    Hit(
-                        e[1],
-                        e[0],
-                        e[2],
-                        turn,
-                        seq,
-                        field,
-                        shown,
-                        spans,
-                        len(list(_heirs(heir, seq, logs, children))),
-                        entry[1],
-                        e[4] or 0,
-                    )
-                )
-    if session is not None:
-        hits = [h for h in hits if h.session.startswith(session) or h.path == session]
-    hits.sort(key=lambda h: (-h.created, h.path, -h.turn))
-    total = len(hits)
-    if limit is not None:
-        hits = hits[:limit]
     return SearchResult(hits, total)
 
 
-#: `_snippet` first makes a line of this many leading characters of a long text.
-_HEAD: Final = 2048
-
-
-def _snippet(
-    text: str, patterns: Sequence[re.Pattern[str]], words: bool, longest: int
-) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """`snippet_of`, sanitizing only the head of a long text when that is enough.
-
-    `one_line` of a prefix is a prefix of `one_line` of the whole (characters are
-    dropped or runs collapsed one by one; only the trailing strip differs). When the
-    first match lies so far inside that head that the window and every match that
-    could start before it end inside it too (terms without whitespace match exactly
-    their own length), the result is `snippet_of`'s; else the whole text is used.
-    """
-    if len(text) > _HEAD and words:
-        head = one_line(text[:_HEAD])
-        first = -1
-        for p in patterns:
-            m = p.search(head)
-            if m and (first < 0 or m.start() < first):
-                first = m.start()
-        if first >= 0 and first + SNIPPET + longest <= len(head):
-            start = max(0, first - SNIPPET // 3)
-            return _window(head, start, start + SNIPPET, True, patterns)
-    return snippet_of(text, patterns)
+def _sort_key(hit: tuple[Any, ...]) -> Any:
+    """Newest session first, then by log path, then the latest turn first."""
+    return hit[0]
 
 
 def _window(
@@ -348,11 +376,18 @@ def _window(
     lead = "…" if start > 0 else ""
     tail = "…" if more else ""
     shown = lead + piece + tail
+    shift = len(lead)
+    if len(patterns) == 1:  # one pattern's matches are in order and never overlap
+        return shown, tuple(
+            (m.start() + shift, m.end() + shift)
+            for m in patterns[0].finditer(piece)
+            if m.end() > m.start()
+        )
     spans: list[tuple[int, int]] = []
     for p in patterns:
         for m in p.finditer(piece):
             if m.end() > m.start():
-                spans.append((m.start() + len(lead), m.end() + len(lead)))
+                spans.append((m.start() + shift, m.end() + shift))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for s, e in spans:
@@ -363,30 +398,35 @@ def _window(
     return shown, tuple(merged)
 
 
-def _log_rows(
-    catalog: Catalog, wanted: set[int], children: dict[int, list[int]]
-) -> dict[int, tuple[Any, ...]]:
-    """(path, session, title, seed, created) by log id, for the `wanted` logs and all
-    their descendants (whose seeds decide the heirs): building a row per log of a big
-    root costs more than a query with few hits."""
-    stack = [log for log in wanted if log in children]
-    ids = set(wanted)
+def _add_descendants(
+    catalog: Catalog,
+    logs: dict[int, tuple[Any, ...]],
+    found: set[int],
+    children: dict[int, list[int]],
+) -> None:
+    """Add to `logs` the rows of every descendant of the `found` logs (their seeds
+    decide the heirs) that it lacks."""
+    stack = [log for log in found if log in children]
+    ids: set[int] = set()
+    seen = set(found)
     while stack:
         for child in children.get(stack.pop(), ()):
-            if child not in ids:
-                ids.add(child)
+            if child not in seen:
+                seen.add(child)
                 stack.append(child)
-    sql = "SELECT id, path, session, title, seed, created FROM logs"
+                if child not in logs:
+                    ids.add(child)
+    sql = f"SELECT l.id, {_LOG_COLUMNS} FROM logs l"
     if len(ids) > 2000:
-        return {r[0]: r[1:] for r in catalog.db.execute(sql) if r[0] in ids}
-    out: dict[int, tuple[Any, ...]] = {}
-    wanted_ids = sorted(ids)
-    for k in range(0, len(wanted_ids), 500):
-        chunk = wanted_ids[k : k + 500]
+        logs.update((r[0], r[1:]) for r in catalog.db.execute(sql) if r[0] in ids)
+        return
+    wanted = sorted(ids)
+    for k in range(0, len(wanted), 500):
+        chunk = wanted[k : k + 500]
         marks = ",".join("?" * len(chunk))
-        for r in catalog.db.execute(f"{sql} WHERE id IN ({marks})", chunk):
-            out[r[0]] = r[1:]
-    return out
+        logs.update(
+            (r[0], r[1:]) for r in catalog.db.execute(f"{sql} WHERE l.id IN ({marks})", chunk)
+        )
 
 
 def _heirs(

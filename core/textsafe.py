@@ -60,6 +60,22 @@ def one_line(text: str, limit: int | None = None) -> str:
     return line
 
 
+_SPACES: Final = re.compile("  +")
+
+
+def flat_line(text: str) -> str:
+    """`one_line(text)` with no two spaces in a row: the form the search catalog keeps
+    of each text, what a query matches and what a snippet shows.
+
+    `one_line` turns whitespace runs into a space before it removes unsafe characters,
+    so a space, an escape and a space leave two spaces. Collapsing those too makes the
+    form a fixed point (`flat_line(flat_line(t)) == flat_line(t)`, and `one_line` of
+    it is itself), so a snippet cut from it needs no sanitizing at query time.
+    """
+    line = one_line(text)
+    return _SPACES.sub(" ", line) if "  " in line else line
+
+
 def middle_cut(path: str, limit: int) -> str:
     """A path cut in the middle to `limit` characters, keeping its last component
     (and as much of its start as fits): two projects under one long temporary folder

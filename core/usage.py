@@ -367,6 +367,12 @@ class UsageFold:
         self.turn_tokens[turn] = self.turn_tokens.get(turn, 0) + usage.total
         self._last = _Last(turn, step, usage, key, own)
 
+    @property
+    def settled(self) -> bool:
+        """True if no turn is open and none restarted: then a fold fed only the lines
+        that matter (`fold_bytes`) is the full read's."""
+        return self._open is None and not self.restarts
+
     def own(self) -> UsageTotals:
         """The session's own usage (an open own turn counted up to its last event)."""
         return self._with_open(self.own_totals, True)
@@ -536,7 +542,7 @@ def combine(
 # -- reading logs --------------------------------------------------------------------
 
 #: Substrings a line must hold to matter to the fold (others are skipped undecoded).
-_NEEDLES: Final = (
+USAGE_NEEDLES: Final = (
     b'"usage"',
     b"request/header",
     b'"turn/',
@@ -583,7 +589,7 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     header_end = data.find(b"\n") + 1
     starts: set[int] = set()
     find, rfind = data.find, data.rfind
-    for needle in _NEEDLES:
+    for needle in USAGE_NEEDLES:
         at = find(needle, header_end)
         while at != -1:
             start = rfind(b"\n", 0, at) + 1
@@ -613,7 +619,7 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
             return None
         for event in events:
             feed(event.type, event.seq, event.time, event.data)
-    if fold._open is not None or fold.restarts:
+    if not fold.settled:
         return None
     return fold
 

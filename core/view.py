@@ -11,17 +11,24 @@ keeping the fork rule's inputs (event count, contiguous prefix, `turn/end` seqs)
 from __future__ import annotations
 
 import bisect
+import os
+import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Final
 
+from .codec import RecordError, expand_record
 from .content import Block, header_model, turn_blocks, usage_sample
+from .logfile import Encoding
+from .longline import LONG_LINE, LinePlace, LongRecord, lines
 from .model import TURN_END, LogProblem, SessionEvent
+from .records import loads
 from .root import LoadedSession
 from .store import SessionForkError, check_boundary
 from .summary import SessionSummary
 from .timeline import Timeline, TimelineBuilder, Turn
-from .usage import UsageFold
+from .usage import USAGE_NEEDLES, UsageFold
 
 #: The refusal of a turn that has no `turn/end` yet.
 OPEN_TURN = "turn {number} is still open: it has no turn/end yet"
@@ -282,7 +289,8 @@ class SessionView:
             grew = True
             self._builder.feed(fresh)
             self._tail.extend(fresh)
-            self._feed_usage(fresh)
+            if self._tokens is not None:
+                self._tokens.feed(fresh)
             for event in fresh:
                 if event.seq == self._count and self._contiguous == self._count:
                     self._contiguous += 1
@@ -301,8 +309,10 @@ class SessionView:
     @property
     def usage(self) -> UsageFold | None:
         """The session's usage fold (own and inherited), current with every append;
-        None for a big indexed log, whose events the view does not hold."""
-        return self._usage
+        None for a big indexed log until `install_usage` gave it one that is the full
+        read's (no turn left open, none restarted)."""
+        tokens = self._tokens
+        return None if tokens is None or not tokens.whole else tokens.fold
 
     def turn_tokens(self, index: int) -> int | None:
         """The billed tokens of one turn (see `TurnView.tokens`)."""
@@ -310,28 +320,156 @@ class SessionView:
         return None if view is None else view.tokens
 
     def _start_usage(self) -> None:
-        """Fold the loaded events once; `extend` feeds the appended ones only.
-
-        `UsageFold.turn_tokens` is keyed by dsh's `data.turn`, which need not match a
-        timeline row (a log may repeat turn numbers, a sample may sit in the lead-in
-        of the next row): each sample's change to its key is recorded at the sample's
-        seq instead, and a row sums the changes inside its seq range. A replacement
-        is credited to the row of the sample that replaces (dsh's replaced sample is
-        the one just before it, for the same step: in practice the same row).
-        """
-        self._usage: UsageFold | None = None
-        self._sample_seqs: list[int] = []
-        self._sample_sums: list[int] = [0]  # running total of the changes, by sample
-        self._samples_ordered = True
+        """Fold the loaded events once; `extend` feeds the appended ones only. A big
+        indexed log holds no events: its fold comes later (`scan_usage`)."""
+        self._tokens: TurnTokens | None = None
         if self.loaded.index is not None:
-            return  # a big log: its events are read on demand, never all at once
-        self._usage = UsageFold(self._timeline.seed_length)
-        self._feed_usage(self.loaded.events)
-
-    def _feed_usage(self, events: Iterable[SessionEvent]) -> None:
-        fold = self._usage
-        if fold is None:
             return
+        self._tokens = TurnTokens(self._timeline.seed_length)
+        self._tokens.feed(self.loaded.events)
+
+    @property
+    def usage_pending(self) -> bool:
+        """True for a big raw log whose tokens `scan_usage` can read."""
+        return (
+            self._tokens is None
+            and self.loaded.index is not None
+            and self.loaded.summary.encoding is Encoding.RAW
+        )
+
+    def scan_usage(self, cancel: threading.Event | None = None) -> TurnTokens | None:
+        """The usage of a big raw log's indexed bytes, for `install_usage` (safe in a
+        worker: it reads the file, never the view's changing state). The log is read
+        a window at a time and only the lines that can matter to the fold are decoded
+        (a line of `longline.LONG_LINE` bytes or more bounded, its long strings
+        clipped: the usage fields are small, so exact). None if a line does not
+        decode, the log is not a big raw one, or `cancel` was set."""
+        index = self.loaded.index
+        if not self.usage_pending or index is None:
+            return None
+        return scan_tokens(self.path, index.size, self._timeline.seed_length, cancel)
+
+    def install_usage(self, tokens: TurnTokens) -> bool:
+        """Take `scan_usage`'s result (on the thread that owns the view): the events
+        appended since the load are fed to it, then every row gets its tokens.
+        False (nothing changed) if the view has its usage already."""
+        if self._tokens is not None:
+            return False
+        tokens.feed(self._tail)
+        self._tokens = tokens
+        self._turns = tuple(replace(v, tokens=tokens.of(v.turn)) for v in self._turns)
+        self._verdicts = {(v.index, v.turn.end_seq): v for v in self._turns}
+        return True
+
+    def _tokens_of(self, turn: Turn) -> int | None:
+        return None if self._tokens is None else self._tokens.of(turn)
+
+
+def scan_tokens(
+    path: Path, limit: int | None, seed_length: int, cancel: threading.Event | None = None
+) -> TurnTokens | None:
+    """`SessionView.scan_usage` of the raw log `path` up to the file offset `limit`
+    (a line start; None: its whole lines).
+
+    The log is read `_SCAN_WINDOW` bytes at a time; C-speed searches find the lines
+    that can matter in each window, and only those are decoded. A line of
+    `longline.LONG_LINE` bytes or more that matters is decoded bounded
+    (`longline.lines`), so memory stays bounded by the window."""
+    tokens = TurnTokens(seed_length, whole=False)
+    try:
+        with open(path, "rb") as fh:
+            end = os.fstat(fh.fileno()).st_size if limit is None else limit
+            head = fh.readline(LONG_LINE)
+            if not head.endswith(b"\n"):
+                return None  # no whole header line: the reader's business
+            pos = len(head)
+            while pos < end:
+                if cancel is not None and cancel.is_set():
+                    return None
+                buf = os.pread(fh.fileno(), min(_SCAN_WINDOW, end - pos), pos)
+                if not buf:
+                    break
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:  # one line longer than the window: bounded, alone
+                    got = _long_line(path, pos, end)
+                    if got is None:
+                        return None
+                    record, length = got
+                    tokens.feed(expand_record(record))
+                    pos += length + 1
+                    continue
+                if not _feed_window(tokens, path, buf, cut, pos, end):
+                    return None
+                pos += cut
+    except (OSError, ValueError, RecordError):
+        return None
+    tokens.whole = tokens.fold.settled
+    return tokens
+
+
+#: Bytes of a big log `scan_tokens` reads at a time.
+_SCAN_WINDOW: Final = 8 << 20
+
+
+def _feed_window(tokens: TurnTokens, path: Path, buf: bytes, cut: int, pos: int, end: int) -> bool:
+    """Feed the lines of `buf[:cut]` (whole lines at file offset `pos`) that can
+    matter, in order; False if one does not decode."""
+    found: set[int] = set()
+    find, rfind = buf.find, buf.rfind
+    for needle in USAGE_NEEDLES:  # memchr-speed searches, as `usage.fold_bytes` does
+        at = find(needle, 0, cut)
+        while at != -1:
+            start = rfind(b"\n", 0, at) + 1
+            found.add(start)
+            at = find(needle, find(b"\n", at, cut), cut)
+    for start in sorted(found):
+        stop = find(b"\n", start, cut)
+        if stop - start >= LONG_LINE:
+            got = _long_line(path, pos + start, end)
+            if got is None:
+                return False
+            tokens.feed(expand_record(got[0]))
+            continue
+        tokens.feed(expand_record(loads(buf[start:stop])))
+    return True
+
+
+def _long_line(path: Path, at: int, end: int) -> tuple[Any, int] | None:
+    """The line at file offset `at` decoded bounded, and its length; None if it does
+    not decode."""
+    for line in lines(LinePlace(path, False, at), limit=end):
+        if isinstance(line, LongRecord):
+            return None if line.error is not None else (line.value, line.length)
+        return loads(line), len(line)
+    return None
+
+
+class TurnTokens:
+    """A usage fold and where each sample's change to it lies, by seq: what a row's
+    tokens column sums.
+
+    `UsageFold.turn_tokens` is keyed by dsh's `data.turn`, which need not match a
+    timeline row (a log may repeat turn numbers, a sample may sit in the lead-in of
+    the next row): each sample's change to its key is recorded at the sample's seq
+    instead, and a row sums the changes inside its seq range. A replacement is
+    credited to the row of the sample that replaces (dsh's replaced sample is the one
+    just before it, for the same step: in practice the same row).
+    """
+
+    __slots__ = ("fold", "ordered", "seqs", "sums", "whole")
+
+    def __init__(self, seed_length: int, *, whole: bool = True) -> None:
+        self.fold = UsageFold(seed_length)
+        #: The fold is the full read's: fed every event, or (`scan_tokens`) only the
+        #: lines that matter and it ended settled (`UsageFold.settled`).
+        self.whole = whole
+        self.seqs: list[int] = []
+        self.sums: list[int] = [0]  # running total of the changes, by sample
+        self.ordered = True
+
+    def feed(self, events: Iterable[SessionEvent]) -> None:
+        """Fold events, in log order."""
+        fold = self.fold
         per_turn = fold.turn_tokens
         feed = fold.feed_one
         for event in events:
@@ -342,23 +480,22 @@ class SessionView:
                 if sample is not None:
                     before = per_turn.get(sample.turn, 0)
                     feed(etype, event.seq, event.time, data)
-                    self._record_sample(event.seq, per_turn.get(sample.turn, 0) - before)
+                    self._record(event.seq, per_turn.get(sample.turn, 0) - before)
                     continue
             feed(etype, event.seq, event.time, data)
 
-    def _record_sample(self, seq: int, change: int) -> None:
-        seqs = self._sample_seqs
+    def _record(self, seq: int, change: int) -> None:
+        seqs = self.seqs
         if seqs and seq < seqs[-1]:
-            self._samples_ordered = False
+            self.ordered = False
         seqs.append(seq)
-        self._sample_sums.append(self._sample_sums[-1] + change)
+        self.sums.append(self.sums[-1] + change)
 
-    def _tokens_of(self, turn: Turn) -> int | None:
-        if self._usage is None:
-            return None
-        seqs, sums = self._sample_seqs, self._sample_sums
+    def of(self, turn: Turn) -> int | None:
+        """The billed tokens of the samples inside `turn`'s seq range, or None."""
+        seqs, sums = self.seqs, self.sums
         last = turn.end_seq
-        if self._samples_ordered:
+        if self.ordered:
             lo = bisect.bisect_left(seqs, turn.first_seq)
             hi = len(seqs) if last is None else bisect.bisect_right(seqs, last)
             return sums[hi] - sums[lo] if hi > lo else None

@@ -10,9 +10,10 @@ A relative `$XDG_*_HOME` is ignored, as the specification says.
 from __future__ import annotations
 
 import os
-import tomllib
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 APP: Final = "turnline"
 
@@ -27,10 +28,16 @@ class ConfigError(Exception):
 
 
 def _base(variable: str, default: str) -> Path:
+    from pathlib import Path
+
+    return Path(_base_str(variable, default))
+
+
+def _base_str(variable: str, default: str) -> str:
     value = os.environ.get(variable, "")
     if value and os.path.isabs(value):
-        return Path(value)
-    return Path.home() / default
+        return value
+    return os.path.join(os.path.expanduser("~"), default)
 
 
 def config_dir() -> Path:
@@ -41,6 +48,11 @@ def config_dir() -> Path:
 def cache_dir() -> Path:
     """`$XDG_CACHE_HOME/turnline` (default `~/.cache/turnline`); not created here."""
     return _base("XDG_CACHE_HOME", ".cache") / APP
+
+
+def cache_dir_str() -> str:
+    """`cache_dir()` as a string, without loading `pathlib` (a warm search's start)."""
+    return os.path.join(_base_str("XDG_CACHE_HOME", ".cache"), APP)
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -57,6 +69,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise
     except OSError as exc:
         raise ConfigError(path, f"cannot be read: {exc.strerror or exc}") from exc
+    import tomllib
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

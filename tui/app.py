@@ -52,6 +52,7 @@ from .messages import (
     RootScanned,
     RootSnapshot,
     SessionLoaded,
+    TokensRead,
 )
 from .pane_keys import PANE_BINDINGS, PaneActions
 from .screens import ForkPlan, ForkRequest, ForkScreen
@@ -779,6 +780,27 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         if not timeline.turns:
             self._show_detail_note("this session has no turns yet")
         self._refresh_bindings()
+        if view.usage_pending:  # a big log: its tokens column fills in after the load
+            self._scan_tokens(view, self._load_cancel)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="tokens",
+        exit_on_error=False,
+        description="read a big log's tokens",
+    )
+    def _scan_tokens(self, view: SessionView, cancel: threading.Event) -> None:
+        tokens = view.scan_usage(cancel)
+        if tokens is not None and not get_current_worker().is_cancelled:
+            self.post_message(TokensRead(view, tokens))
+
+    @on(TokensRead)
+    @while_shown
+    def _on_tokens_read(self, message: TokensRead) -> None:
+        view = message.view
+        if view is self.view and view.install_usage(message.tokens):
+            self.timeline.grow(view.turns)
 
     @on(PreviewRead)
     @while_shown

@@ -18,7 +18,7 @@ from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview
 from turnline.core.root import ForkResult, SessionRoot
 from turnline.core.summary import SessionSummary
-from turnline.core.view import SessionView
+from turnline.core.view import SessionView, TurnTokens
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,16 @@ class SessionLoaded(Message):
     """The open session (the core's view)."""
     snapshot: RootSnapshot
     """The root as it was when the load finished."""
+
+
+@dataclass(eq=False)
+class TokensRead(Message):
+    """A big log's tokens, read after its load (`SessionView.scan_usage`)."""
+
+    view: SessionView
+    """The view they were read for."""
+    tokens: TurnTokens
+    """What `SessionView.install_usage` takes."""
 
 
 @dataclass(eq=False)

@@ -201,3 +201,24 @@ def test_front_door_loads_no_log_reader(root: Path, tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
     )
     assert proc.stdout.strip() == "0 []", proc.stderr
+
+
+def test_front_door_sees_every_change_after_a_warm_query(root: Path, tmp_path: Path) -> None:
+    """The console script answers from the fresh state only while every folder and
+    log still stats the same: an appended turn, then a removed log, are seen."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    past = os.stat(root).st_mtime - 3600
+    for folder, _dirs, _files in os.walk(root):
+        os.utime(folder, (past, past))
+    argv = ["search", str(root), "laterword", "--json"]
+    assert json.loads(_console(argv, env, front=True)[1])["total"] == 0
+    assert json.loads(_console(argv, env, front=True)[1])["total"] == 0  # from the state
+    log = root / "g" / "session.jsonl"
+    import orjson
+
+    with log.open("ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in turn(40, 9, "a laterword", "ok")))
+    got = json.loads(_console(argv, env, front=True)[1])
+    assert [(h["session"], h["turn"]) for h in got["hits"]] == [("G", 9)]
+    log.unlink()
+    assert json.loads(_console(argv, env, front=True)[1])["total"] == 0

@@ -121,15 +121,64 @@ def test_snippet_is_one_safe_line_with_marks() -> None:
     st.sampled_from(["ab", "ba", "cé", "a", "abc"]),
     st.booleans(),
 )
-def test_a_long_texts_snippet_is_the_whole_texts(
+def test_a_snippet_is_a_safe_window_of_the_catalog_line(
     piece: str, pad: int, word: str, prefix: bool
 ) -> None:
-    """`_snippet` sanitizes only the head of a long text when that gives the same line."""
-    from turnline.core.search import SNIPPET, _snippet
+    """The catalog keeps each text as `flat_line`; a snippet is a window of that line
+    (ellipses where it was cut), and its marks are exactly the matches inside it."""
+    from turnline.core.search import SNIPPET, line_snippet
+    from turnline.core.textsafe import UNSAFE_CODEPOINTS, flat_line
 
     text = "x " * (pad // 2) + piece + " y" * 600 + piece
     terms = parse_query(word + ("*" if prefix else ""))
     patterns = [t.pattern() for t in terms]
-    got = _snippet(text, patterns, True, len(word))
-    assert got == snippet_of(text, patterns)
-    assert len(got[0]) <= SNIPPET + 2
+    line = flat_line(text)
+    shown, marks = got = snippet_of(text, patterns)
+    assert got == line_snippet(line, patterns)
+    assert len(shown) <= SNIPPET + 2
+    assert shown.strip("…") in line
+    assert not any(ord(c) in UNSAFE_CODEPOINTS for c in shown)
+    found = patterns[0].search(line)
+    assert bool(marks) == bool(found)
+    for a, b in marks:
+        assert patterns[0].fullmatch(shown[a:b]) or patterns[0].search(shown[a:b])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet="aAbB c.-", min_size=0, max_size=300),
+    st.sampled_from(["ab", "a b", "Ab", "b.", "c-a", "aaa"]),
+    st.integers(20, 120),
+)
+def test_the_plain_search_of_an_ascii_line_is_the_patterns(
+    line: str, word: str, width: int
+) -> None:
+    """On an ASCII catalog line a term is found by plain lower-case search: the same
+    snippet and marks as its regex gives."""
+    from turnline.core.search import line_snippet
+    from turnline.core.textsafe import flat_line
+
+    line = flat_line(line)
+    query = f'"{word}"' if " " in word else word
+    (term,) = parse_query(query)
+    literal = term.literal()
+    assert literal is not None
+    patterns = [term.pattern()]
+    assert line_snippet(line, patterns, width, literal) == line_snippet(line, patterns, width)
+    assert (literal in line.lower()) == bool(patterns[0].search(line))
+
+
+def test_a_phrase_across_a_line_break_is_found(tmp_path: Path) -> None:
+    """A phrase matches the text as it is shown: words split by a newline and spaces
+    too (the index holds each text as one line; it used to miss these)."""
+    from turnline.core.model import SessionHeader
+
+    from .search_logs import turn, write
+
+    records = turn(0, 1, "please fork\n   the session now", "ok")
+    write(tmp_path / "p" / "session.jsonl", SessionHeader("P", 1, cwd="/u"), records)
+    catalog = Catalog(tmp_path, ":memory:")
+    result = search(catalog, '"fork the session"')
+    assert [h.snippet for h in result.hits] == ["please fork the session now"]
+    assert [result.hits[0].marked()] == ["please «fork the session» now"]
+    catalog.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from turnline.core.textsafe import UNSAFE_CODEPOINTS, one_line, safe_text
+from turnline.core.textsafe import UNSAFE_CODEPOINTS, flat_line, one_line, safe_text
 
 
 @pytest.mark.parametrize(
@@ -60,3 +60,16 @@ def test_middle_cut_keeps_the_last_component() -> None:
     assert middle_cut("/home/dev/parser", 30) == "/home/dev/parser"
     assert middle_cut("/a/verylongcomponentnameindeed", 10) == "…ameindeed"
     assert middle_cut("/x/yy", 1) == "…"
+
+
+def test_flat_line() -> None:
+    assert flat_line("a \x1b b\n\n c") == "a b c"  # one_line leaves "a  b c"
+    assert one_line("a \x1b b") == "a  b"
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=())))
+def test_flat_line_is_a_fixed_point(text: str) -> None:
+    line = flat_line(text)
+    assert flat_line(line) == line == one_line(line)
+    assert "  " not in line
+    assert line.replace(" ", "") == one_line(text).replace(" ", "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from turnline.core.logfile import read_log
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.root import SessionRoot
@@ -125,3 +126,80 @@ def test_tokens_follow_appends_and_inherited_turns_show_theirs(tmp_path: Path) -
     fold = view.usage
     assert fold is not None
     assert fold.own().total_tokens == 10 and fold.inherited().total_tokens == 342
+
+
+def test_the_scan_of_a_big_log_gives_every_fixture_turn_its_tokens() -> None:
+    """`scan_tokens` (a big log's tokens, from the lines that can matter only) credits
+    every row as the full read does, on every raw fixture."""
+    from turnline.core.logfile import Encoding
+    from turnline.core.view import scan_tokens
+
+    compared = 0
+    for path in fixture_logs():
+        view = SessionView(SessionRoot(path).load(SessionRoot(path).scan()[0]))
+        if view.summary.encoding is not Encoding.RAW:
+            continue
+        scanned = scan_tokens(path, None, view.seed_length)
+        assert scanned is not None, path
+        assert [scanned.of(tv.turn) for tv in view.turns] == [tv.tokens for tv in view.turns], path
+        full = view.usage
+        assert full is not None
+        if scanned.whole:
+            assert scanned.fold.whole().to_json_dict() == full.whole().to_json_dict(), path
+        compared += 1
+    assert compared > 100
+
+
+def test_a_big_logs_tokens_arrive_with_the_appends_since_its_load(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A big indexed log's rows start blank; `scan_usage` (a worker's) then
+    `install_usage` fill them, the turns appended meanwhile included."""
+    import turnline.core.index as index_module
+
+    events = usage_turn(0, 1, [("chunk", 100), ("message", 300)])
+    events += usage_turn(len(events), 2, [("chunk", 40)])
+    path = write_log(tmp_path, SessionHeader(id="big", created_at=1), events)
+    monkeypatch.setattr(index_module, "INDEX_THRESHOLD", 1)  # read it as a big log is
+    root = SessionRoot(path)
+    view = SessionView(root.load(root.scan()[0]))
+    assert view.loaded.index is not None and view.usage_pending
+    assert [tv.tokens for tv in view.turns] == [None, None]
+    scanned = view.scan_usage()
+    assert scanned is not None
+    third = usage_turn(len(events), 3, [("chunk", 7)])
+    view.extend([third])  # appended while the scan ran: not in its bytes
+    assert [tv.tokens for tv in view.turns] == [None, None, None]
+    assert view.install_usage(scanned)
+    assert not view.usage_pending and not view.install_usage(scanned)
+    assert [tv.tokens for tv in view.turns] == [301, 41, 8]
+    assert [tv.forkable for tv in view.turns] == [True, True, True]
+    view.extend([usage_turn(len(events) + len(third), 4, [("message", 5)])])
+    assert [tv.tokens for tv in view.turns] == [301, 41, 8, 6]
+    fold = view.usage
+    assert fold is not None and fold.whole().total_tokens == 356
+
+
+@pytest.mark.parametrize("window", [4096, 1 << 23])
+def test_the_scan_reads_windows_and_long_lines_bounded(
+    tmp_path: Path, monkeypatch: Any, window: int
+) -> None:
+    """Lines cut by a window's end, a line longer than the window, and a usage-bearing
+    message of 1.5 MiB (decoded bounded) are all counted as the full read counts."""
+    import turnline.core.view as view_module
+    from turnline.core.view import scan_tokens
+
+    events = usage_turn(0, 1, [("chunk", 100), ("message", 300)])
+    for number in range(2, 40):
+        events += usage_turn(len(events), number, [("chunk", number), ("message", 2 * number)])
+    big = usage_turn(len(events), 40, [("message", 77)])
+    big[1].data["message"]["content"] = [{"type": "text", "text": "x" * (3 << 19)}]
+    events += big + usage_turn(len(events) + len(big), 41, [("chunk", 5)])
+    path = write_log(tmp_path, SessionHeader(id="w", created_at=1), events)
+    monkeypatch.setattr(view_module, "_SCAN_WINDOW", window)
+    view = SessionView(SessionRoot(path).load(SessionRoot(path).scan()[0]))
+    expected = [tv.tokens for tv in view.turns]
+    assert expected[-2:] == [78, 6]
+    scanned = scan_tokens(path, None, 0)
+    assert scanned is not None
+    assert [scanned.of(tv.turn) for tv in view.turns] == expected

@@ -299,3 +299,30 @@ def test_compact_cost() -> None:
     assert compact_cost(0) == "0.00"
     assert compact_cost(1.372) == "1.37"
     assert compact_cost(21054.2) == "21054"
+
+
+async def test_a_big_logs_tokens_column_fills_in_after_its_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big indexed log (every log is one here) opens with a blank tokens column;
+    a worker then reads its usage and every row shows its tokens; a turn appended
+    later gets its own from the live fold."""
+    import turnline.core.index as index_module
+
+    monkeypatch.setattr(index_module, "INDEX_THRESHOLD", 1)
+    events: list[SessionEvent] = []
+    for number in range(1, 6):
+        events += usage_events(len(events), number, 1000 * number, number)
+    path = write_session(tmp_path, SessionHeader("big", T0, cwd=CWD), events)
+    async with TurnlineApp(tmp_path, tz=UTC).run_test(size=(200, 50)) as pilot:
+        app = await ready(pilot)
+        timeline = app.query_one(TurnTimeline)
+        await wait_for(pilot, lambda: len(timeline.turn_views) == 5)
+        view = app.view
+        assert view is not None and view.loaded.index is not None
+        expected = [1000 * n + 1 for n in range(1, 6)]
+        await wait_for(pilot, lambda: [v.tokens for v in timeline.turn_views] == expected)
+        cells = " ".join(c.plain for c in timeline.get_row_at(timeline.row_count - 1))
+        assert "5.0k" in cells
+        append_events(path, usage_events(len(events), 6, 7_000, 60), Encoding.RAW)
+        await wait_for(pilot, lambda: [v.tokens for v in timeline.turn_views][-1:] == [7_001])

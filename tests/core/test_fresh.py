@@ -1,0 +1,223 @@
+"""The catalog's fresh state: stored once the catalog is found current, dropped by
+every write, and broken by every change on disk the catalog would notice."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from turnline.core.catalog import Catalog
+from turnline.core.fresh import CHECK_CHUNK, FreshCheck, FreshState, open_fresh
+from turnline.core.model import SessionHeader
+from turnline.core.search import search
+
+from .search_logs import CWD, make_lineage, turn, write
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    make_lineage(tmp_path / "root")
+    _age(tmp_path / "root")
+    return tmp_path / "root"
+
+
+def _age(root: Path) -> None:
+    """Folders (and logs) an hour old: a walk trusts a folder older than a second."""
+    past = os.stat(root).st_mtime - 3600
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), (past, past))
+        os.utime(folder, (past, past))
+
+
+def _hits(catalog: Catalog, query: str) -> list[tuple[str, int]]:
+    return sorted((h.session, h.turn) for h in search(catalog, query).hits)
+
+
+def test_a_refresh_stores_it_and_every_write_drops_it(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    state = catalog.fresh_state()
+    assert state is not None and state.check()
+    assert os.fsencode(str(root)) in state.paths  # the root folder itself is watched
+    logs = {r[0] for r in catalog.query("SELECT path FROM logs")}
+    assert logs <= {os.fsdecode(p) for p in state.paths}
+    log = root / "p" / "session.jsonl"
+    catalog.index(log)
+    assert catalog.fresh_state() is None
+    catalog.refresh()
+    assert catalog.fresh_state() is not None
+    catalog.drop(log)
+    assert catalog.fresh_state() is None
+    catalog.refresh()  # finds the log again
+    assert catalog.quick_current()
+    assert _hits(catalog, "zebracorn") == [("P", 1)]
+    catalog.close()
+
+
+def _append_turn(root: Path) -> str:
+    log = root / "c" / "session.jsonl"
+    with log.open("ab") as fh:
+        import orjson
+
+        lines = [orjson.dumps(r) + b"\n" for r in turn(20, 4, "an appendedword", "sure")]
+        fh.write(b"".join(lines))
+    return "appendedword"
+
+
+def _new_session(root: Path) -> str:
+    write(
+        root / "n" / "session.jsonl",
+        SessionHeader("N", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a newsessionword", "ok"),
+    )
+    return "newsessionword"
+
+
+def _second_log_in_a_folder(root: Path) -> str:
+    """A log beside another one in the same folder: only the folder's mtime tells."""
+    write(
+        root / "p" / "other.jsonl",
+        SessionHeader("Q", 9, cwd=CWD, delegation_depth=0),
+        turn(0, 1, "a besideword", "ok"),
+    )
+    return "besideword"
+
+
+def _replace_same_size(root: Path) -> str:
+    """The same bytes with one word changed, renamed over the log with its mtime."""
+    log = root / "p" / "session.jsonl"
+    data = log.read_bytes().replace(b"zebracorn", b"quaggaxyz")
+    st = log.stat()
+    tmp = log.with_name("session.tmp")
+    tmp.write_bytes(data)
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, log)
+    return "quaggaxyz"
+
+
+CHANGES: dict[str, Callable[[Path], str]] = {
+    "appended turn": _append_turn,
+    "new session": _new_session,
+    "second log in a folder": _second_log_in_a_folder,
+    "replaced, same size and mtime": _replace_same_size,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_every_change_breaks_it_and_the_answer_follows(root: Path, change: str) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    assert catalog.quick_current()
+    word = CHANGES[change](root)
+    assert not catalog.quick_current()
+    assert _hits(catalog, word) != []  # refreshed first: the change is found
+    catalog.close()
+
+
+def test_a_removed_log_breaks_it(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    (root / "c" / "session.jsonl").unlink()
+    assert not catalog.quick_current()
+    assert _hits(catalog, "childword") == []
+    catalog.close()
+
+
+def test_a_state_it_cannot_read_is_replaced(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    catalog.db.execute("UPDATE fresh SET state=?", (b"not a state",))
+    assert catalog.fresh_state() is None
+    assert _hits(catalog, "zebracorn") == [("P", 1)]  # the ordinary check answers
+    assert catalog.quick_current()  # and the state is whole again
+    catalog.close()
+
+
+def test_open_fresh_takes_a_read_snapshot(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    catalog.close()
+    opened = open_fresh(os.path.realpath(root))
+    assert opened is not None
+    db, state = opened
+    assert state.check()
+    writer = Catalog(root)
+    writer.index(root / "p" / "session.jsonl")  # drops the state, in another connection
+    # the snapshot still holds the state this connection read, with its own rows
+    assert db.execute("SELECT count(*) FROM fresh").fetchone() == (1,)
+    db.execute("COMMIT")
+    assert db.execute("SELECT count(*) FROM fresh").fetchone() == (0,)
+    db.close()
+    writer.close()
+    assert open_fresh(os.path.realpath(root)) is None  # none stored now
+
+
+def test_no_catalog_opens_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert open_fresh(str(tmp_path)) is None
+    assert not (tmp_path / "cache").exists()
+
+
+def _files(tmp_path: Path, n: int) -> FreshState:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    rows = []
+    for k in range(n):
+        p = folder / f"f{k}"
+        p.write_bytes(b"x" * k)
+        st = p.stat()
+        rows.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev))
+    return FreshState.loads(FreshState.of_rows(rows).dumps())
+
+
+@pytest.mark.parametrize("where", [None, 0, -1, "gone"])
+def test_the_forked_check(tmp_path: Path, where: int | str | None) -> None:
+    """Whichever process takes the changed entry's chunk, the check fails; the child is
+    always reaped."""
+    state = _files(tmp_path, CHECK_CHUNK * 6 + 7)
+    if isinstance(where, int):
+        with open(state.paths[where], "ab") as fh:
+            fh.write(b"more")
+    elif where == "gone":
+        os.unlink(state.paths[len(state.paths) // 2])
+    check = FreshCheck(state)
+    assert check.pid > 0  # a child took part
+    assert check.finish() is (where is None)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(check.pid, os.WNOHANG)
+
+
+def test_a_small_state_is_checked_here(tmp_path: Path) -> None:
+    state = _files(tmp_path, 3)
+    check = FreshCheck(state)
+    assert check.pid == 0 and check.finish()
+
+
+def test_a_state_of_mismatched_parts_is_refused() -> None:
+    import marshal
+
+    with pytest.raises(ValueError):
+        FreshState.loads(marshal.dumps((b"a\0b", b"\0" * 16, b"\0" * 32)))
+    with pytest.raises((ValueError, EOFError, TypeError)):
+        FreshState.loads(b"junk")
+
+
+def test_the_catalog_file_is_untouched_by_a_check(root: Path) -> None:
+    catalog = Catalog(root)
+    catalog.refresh()
+    catalog.close()
+    path = Catalog(root).path
+    before = os.stat(path).st_mtime_ns
+    opened = open_fresh(os.path.realpath(root))
+    assert opened is not None
+    assert FreshCheck(opened[1]).finish()
+    opened[0].execute("COMMIT")
+    opened[0].close()
+    assert os.stat(path).st_mtime_ns == before
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM fresh").fetchone() == (1,)
