@@ -732,6 +732,55 @@ class Catalog:
         from .index import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
         from .summary import summary_state
 
+        quick = self._listing_if_current()
+        if quick is not None:
+            out, stale = quick
+        else:
+            got = self._listing_checked()
+            if got is None:
+                return None
+            out, stale = got
+        if len(stale) > max(MIN_CACHED, len(out) // 4):
+            return None  # mostly changed: the scan's own parallel walk is faster
+        for k in stale:
+            path, layout, _ = out[k]
+            limit = ZSTD_INDEX_THRESHOLD if path.endswith(".zstd") else INDEX_THRESHOLD
+            out[k] = (path, layout, summary_state(path, layout, limit))
+        return out, []
+
+    def _listing_if_current(
+        self,
+    ) -> tuple[list[tuple[str, str | None, tuple[Any, ...] | None]], list[int]] | None:
+        """`listing_states`'s entries when the fresh state holds (one snapshot: the
+        state and the rows it vouches for), each log's cached summary unless the scan
+        indexes it; None when it does not hold."""
+        db = self.db
+        if self.path == ":memory:":
+            return None
+        db.execute("BEGIN")
+        try:
+            if not self.quick_current():
+                return None
+            out: list[tuple[str, str | None, tuple[Any, ...] | None]] = []
+            stale: list[int] = []
+            loads = marshal.loads
+            for path, layout, state, listed in db.execute(
+                "SELECT path, layout, summary, listed FROM logs ORDER BY pos, path"
+            ):
+                if listed:
+                    out.append((path, layout, loads(state)))
+                else:
+                    stale.append(len(out))
+                    out.append((path, layout, None))
+            return out, stale
+        finally:
+            db.execute("COMMIT")
+
+    def _listing_checked(
+        self,
+    ) -> tuple[list[tuple[str, str | None, tuple[Any, ...] | None]], list[int]] | None:
+        """`listing_states`'s entries, each log stat'ed against its row (and the walk
+        redone if a folder changed); None when the walk met an error."""
         known = {
             r[0]: r[1:]
             for r in self.db.execute(
@@ -766,13 +815,7 @@ class Catalog:
             else:
                 stale.append(len(out))
                 out.append((path, layout, None))
-        if len(stale) > max(MIN_CACHED, len(out) // 4):
-            return None  # mostly changed: the scan's own parallel walk is faster
-        for k in stale:
-            path, layout, _ = out[k]
-            limit = ZSTD_INDEX_THRESHOLD if path.endswith(".zstd") else INDEX_THRESHOLD
-            out[k] = (path, layout, summary_state(path, layout, limit))
-        return out, []
+        return out, stale
 
 
 def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int:

@@ -221,3 +221,27 @@ def test_the_catalog_file_is_untouched_by_a_check(root: Path) -> None:
     assert os.stat(path).st_mtime_ns == before
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM fresh").fetchone() == (1,)
+
+
+def test_the_tree_starts_from_the_fresh_state_and_sees_a_change(root: Path) -> None:
+    """`listing_states` takes the cached summaries without a stat per row while the
+    fresh state holds, and equals the plain scan before and after an append."""
+    from turnline.core.root import SessionRoot
+
+    catalog = Catalog(root)
+    catalog.refresh()
+
+    def plain() -> list[tuple[Path, object]]:
+        return [(s.path, s.to_state()) for s in SessionRoot(root).scan()]
+
+    def cached() -> list[tuple[Path, object]]:
+        got = catalog.listing_states()
+        assert got is not None
+        return [(Path(p), state) for p, _layout, state in got[0]]
+
+    assert catalog._listing_if_current() is not None
+    assert cached() == plain()
+    _append_turn(root)
+    assert catalog._listing_if_current() is None  # the log changed: checked row by row
+    assert cached() == plain()
+    catalog.close()
