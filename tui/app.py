@@ -81,6 +81,10 @@ def while_shown(handler: _Handler) -> _Handler:
         if not self._first_frame:
             self.call_after_refresh(guarded, self, *args)  # starting: the first frame is near
             return
+        if not self.is_running:
+            # Shutting down (`App._shutdown` stops running first, then removes the panes
+            # while messages are still handled): a load that lands now has no timeline.
+            return
         try:
             if not self.screen_stack[0].is_mounted:
                 return
