@@ -531,12 +531,34 @@ async def test_a_load_runs_outside_the_root_lock(
 ) -> None:
     """Watcher batches never wait behind a big log's index: the root lock is free while
     `root.load` reads, and the app opens the core's own `SessionView`."""
+    import threading
+
     held: list[bool] = []
     real = SessionRoot.load
     app = make_app(family.root)
 
+    class OwnedLock:
+        """The root lock, knowing which thread holds it (the watcher, which starts
+        once the tree is drawn, may hold it meanwhile: that is no wait for a load)."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.owner: int | None = None
+
+        def __enter__(self) -> OwnedLock:
+            self.lock.acquire()
+            self.owner = threading.get_ident()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.owner = None
+            self.lock.release()
+
+    owned = OwnedLock()
+    app._root_lock = owned  # type: ignore[assignment]
+
     def load(self: SessionRoot, *args: Any, **kwargs: Any) -> Any:
-        held.append(app._root_lock.locked())
+        held.append(owned.owner == threading.get_ident())
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(SessionRoot, "load", load)
