@@ -209,10 +209,16 @@ def link_sessions(keys: Sequence[LinkKey]) -> Links:
     return Links(order, parent, missing, problems)
 
 
-def build_lineage(summaries: Iterable[SessionSummary]) -> Lineage:
-    """Build the forest; never loops, never raises on odd lineage."""
+def build_lineage(summaries: Iterable[SessionSummary], links: Links | None = None) -> Lineage:
+    """Build the forest; never loops, never raises on odd lineage.
+
+    Args:
+        links: `link_sessions` of these summaries' `link_key`s, in this order, if
+            already worked out (a pool worker does it for a warm start).
+    """
     items = list(summaries)
-    links = link_sessions([link_key(s) for s in items])
+    if links is None:
+        links = link_sessions([link_key(s) for s in items])
     rank = {i: r for r, i in enumerate(links.order)}
     children: dict[int, list[int]] = {}
     for child, parent in links.parent.items():

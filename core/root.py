@@ -37,7 +37,7 @@ from .index import (
     worth_indexing,
 )
 from .layout import decode_session_id, is_project_dir, session_dir
-from .lineage import Lineage, LineageNode, build_lineage, link_key
+from .lineage import Lineage, LineageNode, Links, build_lineage, link_key, link_sessions
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
     FORMAT_VERSION,
@@ -57,6 +57,7 @@ from .store import (
 from .summary import (
     SessionSummary,
     from_contents,
+    state_link_key,
     summarize,
     summarize_small,
     summary_state,
@@ -500,15 +501,18 @@ class BackgroundScan:
                 self._use_cache = False
                 cached, self.cached = self.cached, None
                 got: _Listing | None
+                links: Links | None = None
                 try:
                     if cached is not None:
                         packed = cached.result()
-                        got = None if packed is None else marshal.loads(packed)
+                        got, links = (None, None) if packed is None else _unpack_cached(packed)
                     else:
                         got = _cached_states(str(self.root.path))
                 except Exception:  # a dead worker, an unreadable catalog: scan as usual
                     got = None
-                return self.root._install(*got) if got is not None else self.root.scan()
+                if got is None:
+                    return self.root.scan()
+                return self.root._install(*got, links=links)
             if whole is not None:
                 try:
                     found, problems = whole.result()
@@ -596,9 +600,62 @@ def _cached_states(path: str) -> _Listing | None:
 
 
 def _cached_states_packed(path: str) -> bytes | None:
-    """`_cached_states`, marshalled (a `BackgroundScan` task)."""
+    """`_cached_states`, marshalled (a `BackgroundScan` task), with the lineage's links
+    worked out here too (`_links_of`), off the process that will draw them."""
     got = _cached_states(path)
-    return None if got is None else marshal.dumps(got)
+    if got is None:
+        return None
+    links = _links_of(got[0])
+    plain = None
+    if links is not None:
+        problems = {
+            i: [(p.kind.value, p.message, p.seq, p.line) for p in found]
+            for i, found in links.problems.items()
+        }
+        plain = (links.order, links.parent, links.missing, problems)
+    return marshal.dumps((got[0], got[1], plain))
+
+
+def _links_of(found: list[_FoundLog]) -> Links | None:
+    """`link_sessions` of a listing's logs, as `build_lineage` would link their
+    summaries; None if a log has no state yet (it is indexed by the caller) or a path
+    is not in the form `Path` keeps it in (then `str(summary.path)` could differ)."""
+    keys = []
+    for path, _sid, state in found:
+        if state is None or not _plain_path(path):
+            return None
+        keys.append(state_link_key(path, state))
+    return link_sessions(keys)
+
+
+def _plain_path(path: str) -> bool:
+    """True if `str(Path(path)) == path` for this absolute POSIX path (no empty or `.`
+    part, no trailing separator): what a walk from a resolved root gives."""
+    return (
+        path.startswith("/")
+        and "//" not in path
+        and "/./" not in path
+        and not path.endswith(("/", "/."))
+        and os.sep == "/"
+    )
+
+
+def _unpack_cached(packed: bytes) -> tuple[_Listing, Links | None]:
+    """What `_cached_states_packed` sent: the listing and its links, if any."""
+    found, problems, plain = marshal.loads(packed)
+    if plain is None:
+        return (found, problems), None
+    order, parent, missing, link_problems = plain
+    links = Links(
+        order,
+        parent,
+        missing,
+        {
+            i: [LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in found_problems]
+            for i, found_problems in link_problems.items()
+        },
+    )
+    return (found, problems), links
 
 
 def _serial_states(path: str) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
@@ -669,9 +726,14 @@ class SessionRoot:
         return self._install(found[0], found[1])
 
     def _install(
-        self, found: list[_FoundLog], problems: list[tuple[str, str]]
+        self,
+        found: list[_FoundLog],
+        problems: list[tuple[str, str]],
+        links: Links | None = None,
     ) -> list[SessionSummary]:
-        """Take a scan's results (from `_scan_states`) as this root's summaries."""
+        """Take a scan's results (from `_scan_states`) as this root's summaries (and
+        `links`, their `link_sessions` if a pool worker worked them out, as its
+        lineage)."""
         with no_gc():  # ten thousand summaries and no cycles: nothing to collect
             built: list[tuple[Path, str | None, SessionSummary | None]] = []
             for path_str, sid, state in found:
@@ -679,7 +741,13 @@ class SessionRoot:
                 built.append(
                     (path, sid, None if state is None else SessionSummary.from_state(path, state))
                 )
-            return self._install_summaries(built, problems)
+            summaries = self._install_summaries(built, problems)
+            if links is not None and len(links.order) == len(summaries) == len(self._summaries):
+                lineage = build_lineage(summaries, links)
+                with self._lock:
+                    if self._lineage is None and list(self._summaries.values()) == summaries:
+                        self._lineage, self._nodes = lineage, None
+            return summaries
 
     def _install_summaries(
         self,

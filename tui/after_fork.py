@@ -17,19 +17,17 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 from textual.binding import Binding, BindingType
-from turnline.core.compare import CompareError, compare
-from turnline.core.export import ExportError, export, write_export, write_turn_markdown
-from turnline.core.resume import resume_command
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import one_line
 from turnline.core.timeline import Turn
 from turnline.core.view import SessionView
 from turnline.core.xdg import ConfigError
 
-from .screens import CompareScreen, ExportRequest, ExportScreen
-
+# The compare, export and resume modules and their screens load with the first key
+# that needs them, not with the app: they are not on its first screen.
 if TYPE_CHECKING:
     from .app import TurnlineApp
+    from .screens import ExportRequest
 
 AFTER_FORK_BINDINGS: list[BindingType] = [
     Binding("m", "mark", "Mark", show=False),
@@ -89,6 +87,10 @@ class AfterForkActions:
         if summary is None or marked is None or app.root is None:
             self._say("mark a session with m first", title="Compare", warning=True)
             return
+        from turnline.core.compare import CompareError, compare
+
+        from .screens import CompareScreen
+
         try:
             result = compare(app.root, marked, summary)
         except CompareError as exc:
@@ -109,6 +111,9 @@ class AfterForkActions:
             self._say("no session is open yet", title="Export", warning=True)
             return
         loaded = view.loaded
+        from turnline.core.export import ExportError, export, write_export
+
+        from .screens import ExportScreen
 
         def done(request: ExportRequest | None) -> None:
             if request is None:
@@ -132,6 +137,8 @@ class AfterForkActions:
         if summary is None:
             self._say("no session is highlighted", title="Continue", warning=True)
             return
+        from turnline.core.resume import resume_command
+
         try:
             command = resume_command(summary)
         except ConfigError as exc:
@@ -200,6 +207,8 @@ class AfterForkActions:
         )
 
     def _write_turn(self, view: SessionView, turn: Turn, program: str) -> None:
+        from turnline.core.export import write_turn_markdown
+
         app = self._app()
         fd, name = tempfile.mkstemp(prefix="turnline-turn-", suffix=".md")
         try:

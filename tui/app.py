@@ -22,7 +22,6 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import turn_blocks
-from turnline.core.find import turn_holding
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -56,8 +55,7 @@ from .messages import (
     TokensRead,
 )
 from .pane_keys import PANE_BINDINGS, PaneActions
-from .screens import ForkPlan, ForkRequest, ForkScreen, HelpScreen
-from .screens._usage import UsageScreen
+from .screens import ForkPlan, ForkRequest, ForkScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline, turn_content
 from .widgets._session_tree import short_id
 
@@ -82,6 +80,10 @@ def while_shown(handler: _Handler) -> _Handler:
             return  # shutting down
         if not self._first_frame:
             self.call_after_refresh(guarded, self, *args)  # starting: the first frame is near
+            return
+        if not self.is_running:
+            # Shutting down (`App._shutdown` stops running first, then removes the panes
+            # while messages are still handled): a load that lands now has no timeline.
             return
         try:
             if not self.screen_stack[0].is_mounted:
@@ -569,8 +571,20 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             self._start_load(self.view.path, force=True)
         if not self._watching:
             self._watching = True
-            self._watch(message.root)
-            self._feed_catalog(message.root.path)
+            # Once the tree is drawn: the watcher's start (watchfiles' import, a watch
+            # on every folder, a `stat` of every log and a walk to prime itself) would
+            # otherwise hold the interpreter while the first tree is laid out and drawn.
+            # Nothing written meanwhile is missed: its first batch is what changed since
+            # the scan.
+            self.call_after_refresh(self._start_watching, message.root)
+
+    def _start_watching(self, root: SessionRoot) -> None:
+        """Start the root's watcher and the worker that feeds its changes to the search
+        catalog (once, after the first tree is on screen)."""
+        if self._stop.is_set():
+            return  # closed before the first tree was drawn
+        self._watch(root)
+        self._feed_catalog(root.path)
 
     def _note_empty_root(self) -> None:
         """A root with no session says so in the tree (the CLI's words), with the
@@ -609,6 +623,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     @on(RootChanged)
     @while_shown
     def _on_root_changed(self, message: RootChanged) -> None:
+        from .screens._usage import UsageScreen
+
         if isinstance(self.screen, UsageScreen):
             self.screen.apply(message)  # it feeds only the appended events to its folds
         old, new = self.snapshot, message.snapshot
@@ -753,6 +769,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         self.session_tree.relabel(message.snapshot, [view.path])
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
+            from turnline.core.find import turn_holding
+
             # A search hit's seq may lie inside a turn; a parent's boundary ends one.
             target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
             if target is not None:
@@ -1111,6 +1129,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         if seq is not None and self._wanted is None and view is not None and view.path == path:
             # Already open: no load will take the seq, so move to its turn now.
             self._pending_seq = None
+            from turnline.core.find import turn_holding
+
             target = turn_holding(view.turns, seq) or view.turn_of_seq(seq)
             row = self.timeline.row_of_turn(target.index) if target is not None else None
             if row is not None:
@@ -1144,12 +1164,16 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
 
     def action_help(self) -> None:
         """Show keys and markers."""
+        from .screens import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_usage(self) -> None:
         """Show the usage of the selected session's subtree (Enter there opens a session)."""
         from turnline.core.prices import load_prices
         from turnline.core.xdg import ConfigError
+
+        from .screens._usage import UsageScreen
 
         snapshot, view = self.snapshot, self.view
         if snapshot is None or view is None or view.path not in snapshot.summaries:

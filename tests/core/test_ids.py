@@ -79,3 +79,32 @@ def test_every_fixture_log_gets_its_own_short_id(fixtures_root: Path) -> None:
     # a UUID nobody else claims keeps its 8 characters
     lone = [s for s in summaries if sum(t.id == s.id for t in summaries) == 1]
     assert any(len(shown[s.path]) == 8 for s in lone)
+
+
+def _prefixes_by_every_character(ids: list[str], minimum: int) -> dict[str, str]:
+    """`unique_prefixes` as first written: every neighbour compared character by
+    character (the fast path only skips neighbours that cannot matter)."""
+    ordered = sorted(set(ids))
+
+    def common(a: str, b: str) -> int:
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    out: dict[str, str] = {}
+    for i, sid in enumerate(ordered):
+        need = max(
+            [common(sid, ordered[j]) for j in (i - 1, i + 1) if 0 <= j < len(ordered)],
+            default=0,
+        )
+        out[sid] = sid[: max(minimum, need + 1)]
+    return out
+
+
+@given(
+    st.lists(st.text(alphabet="ab-", min_size=0, max_size=12), min_size=1, max_size=40),
+    st.integers(min_value=0, max_value=6),
+)
+def test_prefixes_match_the_character_by_character_rule(ids: list[str], minimum: int) -> None:
+    assert unique_prefixes(ids, minimum) == _prefixes_by_every_character(ids, minimum)

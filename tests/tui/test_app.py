@@ -502,6 +502,7 @@ def test_messages_before_the_first_frame_are_deferred_not_dropped() -> None:
     app = SimpleNamespace(
         _stop=threading.Event(),
         _first_frame=False,
+        is_running=True,
         screen_stack=[screen],
         call_after_refresh=lambda *args: deferred.append(args),
     )
@@ -512,6 +513,10 @@ def test_messages_before_the_first_frame_are_deferred_not_dropped() -> None:
     callback, *args = deferred.pop()
     callback(*args)  # the refresh came: handled now
     assert seen == [1]
+    app.is_running = False  # shutting down, the panes still being removed: dropped
+    handler(app, 3)
+    assert seen == [1]
+    app.is_running = True
     screen.is_mounted = False  # the screen went away (shutting down): dropped
     handler(app, 2)
     assert seen == [1] and deferred == []

@@ -12,6 +12,7 @@ from turnline.core.logfile import Encoding
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.writer import append_events
 from turnline.tui import TurnlineApp
+from turnline.tui.messages import RootScanned
 from turnline.tui.widgets import SessionTree, TurnTimeline
 
 from .conftest import OTHER_CWD, T0, Family, turn, wait_for, write_session
@@ -287,3 +288,78 @@ async def test_a_rename_is_followed_under_a_filter_that_matched_the_old_path(
         await pilot.pause(0.3)
         assert app.view is not None and app.view.path == moved
         assert tree.highlighted_path == moved
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["native", "poll"])
+async def test_changes_made_as_the_scan_lands_still_show(family: Family, poll: bool) -> None:
+    """The watcher starts once the first tree is drawn, after the scan: a log added
+    and a turn appended the moment the scan lands (before the watcher exists) still
+    reach the tree and the timeline, with nothing else touched afterwards."""
+    written: list[Path] = []
+
+    def write_now(message: object) -> None:
+        if isinstance(message, RootScanned) and not written:
+            seq = last_seq(family.live) + 1
+            end = SessionEvent(
+                "turn/end", seq, T0 + 3_600_000, {"turn": 2, "reason": {"kind": "completed"}}
+            )
+            append_events(family.live, [end], Encoding.RAW)
+            written.append(
+                write_session(
+                    family.root,
+                    SessionHeader(id="ffff6666-early", created_at=T0 + 9, cwd=OTHER_CWD),
+                    turn(0, 1, "Written as the scan landed", "Hello.", minute=80),
+                )
+            )
+
+    app = TurnlineApp(family.root, poll=poll, tz=UTC)
+    async with app.run_test(size=SIZE, message_hook=write_now) as pilot:
+        tree = app.query_one(SessionTree)
+        await wait_for(pilot, lambda: bool(written) and tree.node_of(written[0]) is not None)
+        node = tree.node_of(written[0])
+        assert node is not None and "Written as the scan landed" in str(node.label)
+
+        def closed() -> bool:
+            """the live session's open turn to close"""
+            snapshot = app.snapshot
+            return snapshot is not None and not snapshot.summaries[family.live].open_turn
+
+        await wait_for(pilot, closed)
+        live = tree.node_of(family.live)
+        assert live is not None and not str(live.label).startswith("● ")
+
+
+async def test_the_watcher_starts_after_the_first_tree_is_drawn(
+    family: Family, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Priming the watcher (a watch per folder, a stat of every log, a walk) would hold
+    the interpreter while the first tree is laid out: it starts once the tree has
+    drawn its sessions."""
+    drew_sessions: list[bool] = []
+    at_watch: list[bool] = []
+    render_line = SessionTree.render_line
+
+    def recording_render_line(self: SessionTree, y: int) -> Any:
+        strip = render_line(self, y)
+        if self.root.children:
+            drew_sessions.append(True)
+        return strip
+
+    watch = TurnlineApp._watch
+
+    def recording_watch(self: TurnlineApp, root: Any) -> Any:
+        at_watch.append(bool(drew_sessions))
+        return watch(self, root)
+
+    monkeypatch.setattr(SessionTree, "render_line", recording_render_line)
+    monkeypatch.setattr(TurnlineApp, "_watch", recording_watch)
+    async with TurnlineApp(family.root, tz=UTC).run_test(size=SIZE) as pilot:
+        app = await open_session(pilot, family.live)
+        await wait_for(pilot, lambda: bool(at_watch))
+        assert at_watch == [True]
+        # and it watches: a turn appended now reaches the timeline
+        timeline = app.query_one(TurnTimeline)
+        seq = last_seq(family.live) + 1
+        more = turn(seq, 3, "Another turn", "Done.", minute=70)
+        append_events(family.live, more, Encoding.RAW)
+        await wait_for(pilot, lambda: len(timeline.turns) == 3)

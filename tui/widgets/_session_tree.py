@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.text import Text
 from textual import on, work
@@ -17,13 +17,15 @@ from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 from turnline.core.ids import WHERE, short_ids
 from turnline.core.lineage import LineageNode
-from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import middle_cut
 from turnline.core.usage import UsageFold, UsageTotals, combine, compact_tokens, fold_events
 
 from .._text import line, one_line
 from ..messages import Appended, RootSnapshot
+
+if TYPE_CHECKING:
+    from turnline.core.prices import PriceTable  # loaded when totals are first folded
 
 NO_CWD = "(no cwd)"
 #: Title width before the pane is laid out (then the pane's width decides).
@@ -189,7 +191,9 @@ class SessionTree(Tree[TreeEntry]):
             self.path = path
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("sessions", id=id)
+        # Text, not a string: Tree parses a string as markup, which loads rich's emoji
+        # table (a few ms of the app's start) for a root label never shown.
+        super().__init__(Text("sessions"), id=id)
         self.show_root = False
         self.guide_depth = 2
         self._session_nodes: dict[Path, TreeNode[TreeEntry]] = {}
@@ -634,6 +638,8 @@ class SessionTree(Tree[TreeEntry]):
 
     def _visible(self, node: LineageNode, cache: dict[Path, bool]) -> bool:
         """A lineage node is shown if it or any descendant matches the filter."""
+        if not self._filter:
+            return True  # everything matches: no need to ask (or cache) per node
         hit = cache.get(node.summary.path)
         if hit is None:
             hit = self._matches(node.summary) or any(self._visible(c, cache) for c in node.children)
@@ -650,6 +656,7 @@ class SessionTree(Tree[TreeEntry]):
         if snapshot is None:
             return projects, project_of
         lineage = snapshot.lineage
+        needle = self._filter
         by_project: dict[str, list[_Item]] = {}
         for root in lineage.roots:
             cwd = root.summary.cwd or NO_CWD
@@ -665,12 +672,11 @@ class SessionTree(Tree[TreeEntry]):
             cwds.sort(key=lambda c: -max(self._item_newest(i) for i in by_project[c]))
         for cwd in cwds:
             items = by_project[cwd]
-            shown = [item for item in items if self._item_visible(item[1])]
+            shown = [item for item in items if self._item_visible(item[1])] if needle else items
             if not shown:
                 continue
             key = f"project:{cwd}"
-            for path in self._shown_paths(shown):
-                project_of[path] = key
+            project_of.update(dict.fromkeys(self._shown_paths(shown), key))
             count = sum(1 for item in items if isinstance(item[1], LineageNode))
             projects.append((cwd, shown, count))
         return projects, project_of
@@ -704,16 +710,18 @@ class SessionTree(Tree[TreeEntry]):
     def _shown_paths(self, shown: list[_Item]) -> list[Path]:
         """The sessions a project's items show, in display order (no nodes made)."""
         cache = self._visible_cache
+        every = not self._filter  # all shown: no visibility to ask per node
         paths: list[Path] = []
         stack: list[LineageNode] = []
         for _kind, item in shown:
             roots = [item] if isinstance(item, LineageNode) else self._ordered(item[1])
-            stack.extend(reversed([r for r in roots if self._visible(r, cache)]))
+            stack.extend(reversed([r for r in roots if every or self._visible(r, cache)]))
             while stack:
                 node = stack.pop()
                 paths.append(node.summary.path)
-                kids = self._ordered(node.children)
-                stack.extend(reversed([c for c in kids if self._visible(c, cache)]))
+                if node.children:  # most sessions have none
+                    kids = self._ordered(node.children)
+                    stack.extend(reversed([c for c in kids if every or self._visible(c, cache)]))
         return paths
 
     def _build_project(self, key: str) -> None:

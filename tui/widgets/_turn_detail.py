@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from rich.console import RenderableType
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -44,10 +43,8 @@ from turnline.core.content import (
     raw_events_text,
     size_words,
 )
-from turnline.core.find import Finder
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview
-from turnline.core.prices import PriceTable, load_prices
 from turnline.core.root import SessionRoot
 from turnline.core.turn_usage import turn_usage, view_turn_usage
 from turnline.core.usage import UsageTotals, format_cost
@@ -56,6 +53,14 @@ from turnline.core.xdg import ConfigError
 
 from .._text import head, line, literal, one_line
 from ._timeline import format_datetime
+
+# Loaded when a turn's content is first built or searched, not with the app: the
+# highlighter (pygments), the find rules (and through them the search catalog's module)
+# and the price table are not on the first screen.
+if TYPE_CHECKING:
+    from rich.syntax import Syntax
+    from turnline.core.find import Finder
+    from turnline.core.prices import PriceTable
 
 #: A tool call/result longer than this (lines or characters) starts collapsed.
 FOLD_LINES: Final = 6
@@ -156,6 +161,8 @@ def turn_content(
         usage = view_turn_usage(view, index, events)
     else:
         usage = turn_usage(events)  # a big log's head: no earlier turns to look back on
+    from turnline.core.prices import load_prices
+
     prices, error = None, None
     try:
         prices = load_prices()
@@ -281,6 +288,8 @@ def turn_usage_lines(usage: UsageTotals, prices: PriceTable | None) -> Text:
 
 
 def _syntax(code: str, lexer: Any) -> Syntax:
+    from rich.syntax import Syntax
+
     return Syntax(code, lexer, theme="ansi_dark", word_wrap=True, background_color="default")
 
 
@@ -355,6 +364,8 @@ def highlighted(part: Part, spans: Sequence[tuple[int, int]], current: int | Non
 
     `Text` gets styled spans (its characters stay literal); `Syntax` gets the same
     styles as ranges on a fresh copy, over its highlighting."""
+    from rich.syntax import Syntax
+
     base = part.renderable
     if isinstance(base, Syntax):
         out = _syntax(base.code, base.lexer)
@@ -378,6 +389,8 @@ def _line_col(code: str, offset: int) -> tuple[int, int]:
 
 def part_plain(part: Part) -> str:
     """The log text of a part a find matches in (its shown prefix)."""
+    from rich.syntax import Syntax
+
     base = part.renderable
     if isinstance(base, Syntax):
         return base.code[: part.shown]
@@ -603,6 +616,8 @@ class TurnDetail(VerticalScroll):
             search: `query` is a search QUERY (`core.search`: words, "a phrase",
                 prefix*) rather than a literal string.
         """
+        from turnline.core.find import Finder
+
         self.finder = (
             None
             if query is None
