@@ -947,13 +947,17 @@ class _FrameReader:
         self.dctx = zstandard.ZstdDecompressor()
         self.buf = b""
         self.buf_pos = 0  # file offset of buf[0]
+        #: Bytes read at a time: from 64 KB (a turn's read needs a frame or two), doubled
+        #: to 1 MiB while the reads go on (a whole log's pass).
+        self.chunk = 1 << 16
 
     def _ensure(self, pos: int, want: int) -> memoryview:
         """A view of the file from `pos`, at least `want` bytes if the file has them."""
         have = self.buf_pos + len(self.buf) - pos
         if pos < self.buf_pos or have < want:
-            self.buf = os.pread(self.fd, max(want, 1 << 20), pos)
+            self.buf = os.pread(self.fd, max(want, self.chunk), pos)
             self.buf_pos = pos
+            self.chunk = min(self.chunk * 2, 1 << 20)
         return memoryview(self.buf)[pos - self.buf_pos :]
 
     def frame(self, pos: int, cap: int | None = None) -> tuple[bytes, int] | _BigFrame | str | None:

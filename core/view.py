@@ -191,6 +191,13 @@ class SessionView:
         return None
 
     def _type_at(self, index: int) -> str:
+        if self._contiguous == self._count:
+            # Every event's seq is its index: the turn/end seqs are exactly the indices
+            # of the turn/ends, and a fork verdict needs no read (a big zstd log's took
+            # a frame's decompression per turn).
+            k = bisect.bisect_left(self._turn_ends, index)
+            if k < len(self._turn_ends) and self._turn_ends[k] == index:
+                return TURN_END
         events = self.events_between(index, index, bounded=True)
         return events[0].type if events else "not an event"
 

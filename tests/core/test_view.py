@@ -192,3 +192,35 @@ def test_bounded_reads_of_a_zstd_log_equal_the_full_reads(tmp_path: Path, monkey
         assert bounded == index.events_between(t.first_seq, t.end_seq)
         assert [e.seq for e in bounded] == list(range(t.first_seq, (t.end_seq or 0) + 1))
     assert path.name.endswith(".zstd") and quick and all(quick)
+
+
+def test_a_contiguous_logs_verdicts_read_no_event(tmp_path: Path, monkeypatch) -> None:
+    """When every event's seq is its index, a closed turn's verdict needs no read of
+    its turn/end (on a big zstd log each read decompressed a frame); a log with a seq
+    break still reads the event, so a repeated seq is never taken for a turn/end."""
+    import turnline.core.index as index_module
+    from turnline.core.root import LoadedSession
+
+    events: list[SessionEvent] = []
+    for number in range(1, 6):
+        events += turn(len(events), number)
+    write_log(tmp_path, SessionHeader("s1", cwd="/p"), events)
+    monkeypatch.setattr(index_module, "INDEX_THRESHOLD", 1)  # read it as a big log is
+    reads: list[tuple[int, int | None]] = []
+    real = LoadedSession.events_between
+
+    def counting(self: LoadedSession, first: int, last: int | None, **kw: Any) -> Any:
+        reads.append((first, last))
+        return real(self, first, last, **kw)
+
+    monkeypatch.setattr(LoadedSession, "events_between", counting)
+    view = view_of(SessionRoot(tmp_path))
+    assert view.contiguous == len(events)
+    assert [tv.forkable for tv in view.turns] == [True] * 5
+    assert reads == []
+    gap = turn(len(events) + 3, 6)  # seqs jump by 3: the log is no longer contiguous
+    write_log(tmp_path, SessionHeader("s1", cwd="/p"), events + gap)
+    view = view_of(SessionRoot(tmp_path))
+    assert view.contiguous == len(events)
+    assert [tv.forkable for tv in view.turns] == [True] * 5 + [False]
+    assert reads  # with a break, the fork rule reads what is at the index
