@@ -120,7 +120,7 @@ def _answer(got: dict[str, Any]) -> bytes | None:
     from turnline.core.fresh import FreshCheck, open_fresh
 
     opened = open_fresh(root)
-    check = FreshCheck(opened[1]) if opened is not None else None
+    fresh = None if opened is None else (opened[0], FreshCheck(opened[1]))
     import sqlite3
 
     import orjson
@@ -137,8 +137,9 @@ def _answer(got: dict[str, Any]) -> bytes | None:
     try:
         options["fields"] = parse_fields(got.get("--in"))
         result = None
-        if opened is not None and check is not None:
-            catalog = Catalog.wrap(opened[0], root)
+        if fresh is not None:
+            db, check = fresh
+            catalog = Catalog.wrap(db, root)
             try:
                 result = search(catalog, query, refresh=False, **options)
                 catalog.db.execute("COMMIT")

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -335,7 +336,7 @@ def search(
         found_hits = [
             h for h in found_hits if logs[h[1]][1].startswith(session) or logs[h[1]][0] == session
         ]
-    found_hits.sort(key=_sort_key)
+    found_hits.sort(key=itemgetter(0))  # newest first, then by path, latest turn first
     total = len(found_hits)
     if limit is not None:
         found_hits = found_hits[:limit]
@@ -361,11 +362,6 @@ def search(
             )
         )
     return SearchResult(hits, total)
-
-
-def _sort_key(hit: tuple[Any, ...]) -> Any:
-    """Newest session first, then by log path, then the latest turn first."""
-    return hit[0]
 
 
 def _window(

@@ -69,23 +69,20 @@ def _append_turn(root: Path) -> str:
     return "appendedword"
 
 
+def _one_turn_log(path: Path, session: str, word: str) -> str:
+    """A new log of one turn whose user text holds `word`; the word."""
+    header = SessionHeader(session, 9, cwd=CWD, delegation_depth=0)
+    write(path, header, turn(0, 1, f"a {word}", "ok"))
+    return word
+
+
 def _new_session(root: Path) -> str:
-    write(
-        root / "n" / "session.jsonl",
-        SessionHeader("N", 9, cwd=CWD, delegation_depth=0),
-        turn(0, 1, "a newsessionword", "ok"),
-    )
-    return "newsessionword"
+    return _one_turn_log(root / "n" / "session.jsonl", "N", "newsessionword")
 
 
 def _second_log_in_a_folder(root: Path) -> str:
     """A log beside another one in the same folder: only the folder's mtime tells."""
-    write(
-        root / "p" / "other.jsonl",
-        SessionHeader("Q", 9, cwd=CWD, delegation_depth=0),
-        turn(0, 1, "a besideword", "ok"),
-    )
-    return "besideword"
+    return _one_turn_log(root / "p" / "other.jsonl", "Q", "besideword")
 
 
 def _replace_same_size(root: Path) -> str:

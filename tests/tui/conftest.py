@@ -105,6 +105,17 @@ def turn(
     return events
 
 
+def user_prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str) -> Path:
+    """Write `table` as the user's `prices.toml` under a config home of its own, and
+    point `$XDG_CONFIG_HOME` at it; the file's path."""
+    config = tmp_path / "config"
+    (config / "turnline").mkdir(parents=True)
+    path = config / "turnline" / "prices.toml"
+    path.write_text(table)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    return path
+
+
 def write_session(root: Path, header: SessionHeader, events: Sequence[SessionEvent]) -> Path:
     """Write a whole log in the dsh layout with the core's writer."""
     final = session_dir(root, header.id, header.cwd) / log_name(Encoding.RAW)

@@ -19,7 +19,15 @@ from turnline.tui import TurnlineApp
 from turnline.tui.widgets import TurnDetail
 from turnline.tui.widgets._turn_detail import CURRENT_STYLE, MATCH_STYLE, middle_cut
 
-from .conftest import CWD, T0, copy_fixture_scenarios, turn, wait_for, write_session
+from .conftest import (
+    CWD,
+    T0,
+    copy_fixture_scenarios,
+    turn,
+    user_prices,
+    wait_for,
+    write_session,
+)
 
 SIZE = (120, 36)
 MB = 1024 * 1024
@@ -466,13 +474,12 @@ def two_model_events() -> list[SessionEvent]:
 async def test_the_turns_usage_covers_models_replaced_samples_and_cost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    (config / "turnline").mkdir(parents=True)
-    (config / "turnline" / "prices.toml").write_text(
+    user_prices(
+        tmp_path,
+        monkeypatch,
         "[p.a]\ninput = 1.0\noutput = 2.0\ncacheRead = 0.5\ncacheWrite = 1.5\n"
-        "[q.b]\ninput = 10.0\noutput = 20.0\ncacheRead = 5.0\ncacheWrite = 15.0\n"
+        "[q.b]\ninput = 10.0\noutput = 20.0\ncacheRead = 5.0\ncacheWrite = 15.0\n",
     )
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
     events = two_model_events()
     path = write_session(
         tmp_path / "root", SessionHeader(id="models", created_at=T0, cwd=CWD), events
@@ -602,10 +609,7 @@ async def test_find_says_when_a_field_was_cut_and_matches_only_the_shown_prefix(
 async def test_a_malformed_price_table_is_named_in_the_header_and_tokens_still_show(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    (config / "turnline").mkdir(parents=True)
-    (config / "turnline" / "prices.toml").write_text("[p.a]\ninput = 'cheap'\n")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    user_prices(tmp_path, monkeypatch, "[p.a]\ninput = 'cheap'\n")
     path = write_session(
         tmp_path / "root", SessionHeader(id="badprices", created_at=T0, cwd=CWD), two_model_events()
     )

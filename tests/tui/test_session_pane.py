@@ -20,7 +20,16 @@ from turnline.tui import TurnlineApp
 from turnline.tui.widgets import SessionTree, TurnTimeline
 from turnline.tui.widgets._session_tree import compact_cost
 
-from .conftest import CWD, T0, Family, copy_fixture_scenarios, turn, wait_for, write_session
+from .conftest import (
+    CWD,
+    T0,
+    Family,
+    copy_fixture_scenarios,
+    turn,
+    user_prices,
+    wait_for,
+    write_session,
+)
 
 LONG_TITLE = (
     "Rework the incremental parser so that every grammar rule reports its source span "
@@ -269,13 +278,12 @@ async def test_subtree_totals_show_cost_when_priced(
     cost (`usage`'s own `cost`), else the tokens."""
     from turnline.core.prices import load_prices
 
-    config = tmp_path / "config"
-    (config / "turnline").mkdir(parents=True)
-    (config / "turnline" / "prices.toml").write_text(
+    user_prices(
+        tmp_path,
+        monkeypatch,
         "[deepseek-official.deepseek-v4-flash]\n"
-        "input = 0.5\noutput = 2.0\ncacheRead = 0.1\ncacheWrite = 0.5\n"
+        "input = 0.5\noutput = 2.0\ncacheRead = 0.1\ncacheWrite = 0.5\n",
     )
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
     prices = load_prices()
     assert prices is not None
     root = copy_fixture_scenarios(fixtures_root, tmp_path / "root", ["jsonrpc"])

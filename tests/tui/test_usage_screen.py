@@ -20,7 +20,7 @@ from turnline.tui.screens._usage import UsageScreen
 
 from tests.core.test_usage import build_root
 
-from .conftest import wait_for
+from .conftest import user_prices, wait_for
 
 SIZE = (120, 36)
 
@@ -70,10 +70,7 @@ def test_usage_screen_snapshot(
     """The parent's subtree (fork, grandchild, subagent), sorted by own spend; two of the
     three models priced (the user's prices.toml), so costs are shown where known."""
     root, parent, _ = family(tmp_path)
-    config = tmp_path / "config"
-    (config / "turnline").mkdir(parents=True)
-    (config / "turnline" / "prices.toml").write_text(PRICES)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    user_prices(tmp_path, monkeypatch, PRICES)
     assert snap_compare(
         TurnlineApp(root, tz=UTC), terminal_size=SIZE, run_before=open_usage(parent)
     )
