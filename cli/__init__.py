@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from types import ModuleType
+
+TYPE_CHECKING = False  # the console script's front door (`cli.fast`) runs before `typing`
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:

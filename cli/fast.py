@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # `typing` loads `re` and more: they wait until after the fork
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    from turnline.core.search import SearchResult
 
 #: Options of `turnline search` this door takes, and whether each takes a value.
 _OPTIONS = {"--json": False, "--include-inherited": False, "--in": True, "--session": True}
@@ -109,23 +114,37 @@ def _search(args: list[str]) -> int | None:
 def _answer(got: dict[str, Any]) -> bytes | None:
     """The `--json` document, or None for `cli.main` to answer.
 
-    A catalog found current since its last write holds a fresh state
-    (`core.fresh`): its stats are started in a forked child before the query's own
-    modules are even imported, and the query runs on the same read snapshot
-    meanwhile. Only when every entry still stats the same is that answer given;
+    A catalog found current since its last write holds a fresh state (`core.fresh`).
+    Its stats start in a forked child before the query's own modules are even
+    imported. The child first makes the query's catalog reads, on a connection of its
+    own (`query.snapshot_reads`), and hands them over; this process, meanwhile, loads
+    the modules that turn them into hits (and takes chunks of the stats while it
+    waits). Both snapshots hold the same fresh state (its generation id), so they are
+    one catalog. Only when every entry still stats the same is that answer given;
     otherwise (or with no fresh state) the catalog is brought up to date first, as
-    always."""
+    always. (`--include-inherited` reads more than those rows: its query runs here, on
+    the snapshot the state was read in.)"""
     words: list[str] = got["words"]
     root = os.path.realpath(words[0])  # as `SessionRoot` resolves it
-    from turnline.core.fresh import FreshCheck, open_fresh
+    query = " ".join(words[1:])
+    from turnline.core.fresh import FreshCheck, catalog_file, open_fresh
 
     opened = open_fresh(root)
-    fresh = None if opened is None else (opened[0], FreshCheck(opened[1]))
+    check = None
+    db = None
+    if opened is not None:
+        db, state, gen = opened
+        fields = got.get("--in")
+        if not got.get("--include-inherited") and hasattr(os, "memfd_create"):
+            db.close()  # no connection of ours may cross the fork (SQLite forbids it)
+            db = None
+            check = FreshCheck(state, lambda: _reads(catalog_file(root), gen, query, fields))
+        else:
+            check = FreshCheck(state)
     import sqlite3
 
     import orjson
-    from turnline.core.catalog import Catalog, CatalogError
-    from turnline.core.search import QueryError, parse_fields, search
+    from turnline.core.search import QueryError, check_options, parse_fields, parse_query, search_db
 
     options: dict[str, Any] = {
         "fields": (),
@@ -133,32 +152,62 @@ def _answer(got: dict[str, Any]) -> bytes | None:
         "session": got.get("--session"),
         "limit": got["limit"],
     }
-    query = " ".join(words[1:])
-    try:
-        options["fields"] = parse_fields(got.get("--in"))
-        result = None
-        if fresh is not None:
-            db, check = fresh
-            catalog = Catalog.wrap(db, root)
-            try:
-                result = search(catalog, query, refresh=False, **options)
-                catalog.db.execute("COMMIT")
-            finally:
-                current = check.finish()
-                catalog.close()
-            if not current:
-                result = None
-        if result is None:
-            catalog = Catalog(root)
-            try:
-                result = search(catalog, query, **options)
-            finally:
-                catalog.close()
+
+    def document(result: SearchResult) -> bytes:
         return orjson.dumps(
             result.to_json_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
         )
-    except (QueryError, CatalogError, orjson.JSONEncodeError, OSError, sqlite3.Error):
+
+    try:
+        options["fields"] = parse_fields(got.get("--in"))
+        if check is not None:
+            answer = None
+            try:
+                terms = parse_query(query)
+                check_options(options["fields"], options["limit"])
+                if db is not None:
+                    answer = document(search_db(db, terms, **options))
+                    db.execute("COMMIT")
+                else:
+                    from turnline.core.query import snapshot_of
+
+                    data = check.handoff()
+                    if data is not None:
+                        read = snapshot_of(data, terms)
+                        answer = document(search_db(None, terms, read=read, **options))
+            finally:
+                current = check.finish()  # the document is made while the child stats
+                if db is not None:
+                    db.close()
+            if current and answer is not None:
+                return answer
+        result = _refreshed(root, query, options)
+        return None if result is None else document(result)
+    except (QueryError, orjson.JSONEncodeError, OSError, sqlite3.Error):
         return None  # `cli.main` says what is wrong, its own way
+
+
+def _reads(catalog: str, gen: bytes, query: str, fields: str | None) -> bytes | None:
+    """The forked child's first task: the query's catalog reads (`snapshot_reads`)."""
+    from turnline.core.query import parse_fields, snapshot_reads
+
+    return snapshot_reads(catalog, gen, query, parse_fields(fields))
+
+
+def _refreshed(root: str, query: str, options: dict[str, Any]) -> SearchResult | None:
+    """The search on the catalog brought up to date first (None on a catalog error:
+    `cli.main` says what is wrong)."""
+    from turnline.core.catalog import Catalog, CatalogError
+    from turnline.core.search import search
+
+    try:
+        catalog = Catalog(root)
+        try:
+            return search(catalog, query, **options)
+        finally:
+            catalog.close()
+    except CatalogError:
+        return None
 
 
 def _silence_stdout() -> None:

@@ -12,9 +12,11 @@ freshness check before any of the store is imported.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # nor `typing` (see `core.fresh`)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .model import END_SEED, TURN_END, TURN_START, SessionEvent, SessionHeader
     from .store import ForkErrorCode, Session, SessionForkError, SessionStore, check_boundary
 

@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .fresh import SCHEMA, FreshState, catalog_file
+from .query import Links, pack_links, read_links, unpack_links
 
 if TYPE_CHECKING:
     from .summary import SessionSummary
 
 
-FIELDS: Final = ("user", "assistant", "reasoning", "tool")
 #: Logs per task when the pool reads them.
 BATCH: Final = 64
 #: Logs per write transaction while indexing many (each commit flushes a segment of
@@ -92,7 +92,11 @@ CREATE TABLE IF NOT EXISTS watch(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime INTEGER
 );
 
-CREATE TABLE IF NOT EXISTS fresh(k INTEGER PRIMARY KEY CHECK (k = 0), state BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS fresh(
+    k INTEGER PRIMARY KEY CHECK (k = 0), state BLOB NOT NULL, gen BLOB NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS links(k INTEGER PRIMARY KEY CHECK (k = 0), data BLOB NOT NULL);
 
 CREATE TABLE IF NOT EXISTS docs(
     rowid INTEGER PRIMARY KEY,
@@ -442,7 +446,9 @@ class Catalog:
                 ).fetchall()
                 if any(r[0] == self.root_str for r in rows) and all(r[1] != -1 for r in rows):
                     state = FreshState.of_rows(rows).dumps()
-                    db.execute("INSERT OR REPLACE INTO fresh VALUES (0, ?)", (state,))
+                    db.execute(
+                        "INSERT OR REPLACE INTO fresh VALUES (0, ?, randomblob(8))", (state,)
+                    )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -625,12 +631,15 @@ class Catalog:
 
         # The logs as of now; a write meanwhile (another process) leaves `linked` unset.
         self.db.execute("BEGIN")
-        rows = self.db.execute("SELECT id, path, summary FROM logs").fetchall()
+        rows = self.db.execute("SELECT id, path, summary, seed FROM logs").fetchall()
         got = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
         self.db.execute("COMMIT")
         generation = got[0] if got is not None else None
         links = link_sessions(
-            [state_link_key(path, marshal.loads(state)) for _id, path, state in rows]
+            [state_link_key(path, marshal.loads(state)) for _id, path, state, _seed in rows]
+        )
+        data = pack_links(
+            (rows[c][0], rows[p][0], rows[c][3]) for c, p in sorted(links.parent.items())
         )
         self.db.execute("BEGIN IMMEDIATE")
         try:
@@ -639,11 +648,7 @@ class Catalog:
                 # Nothing was written since the read: these links are the logs' own.
                 # (Else they may be stale: the writer's own refresh links again.)
                 self.db.execute(_STALE)
-                self.db.execute("DELETE FROM meta WHERE key LIKE 'parent:%'")
-                self.db.executemany(
-                    "INSERT INTO meta VALUES (?, ?)",
-                    [(f"parent:{rows[c][0]}", str(rows[p][0])) for c, p in links.parent.items()],
-                )
+                self.db.execute("INSERT OR REPLACE INTO links VALUES (0, ?)", (data,))
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', '1')")
             self.db.execute("COMMIT")
         except BaseException:
@@ -654,10 +659,11 @@ class Catalog:
 
     def entries(self) -> dict[int, LogEntry]:
         """Every catalogued log by id, with its resolved parent log path."""
-        parent_of = {
-            int(k[7:]): int(v)
-            for k, v in self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'parent:%'")
-        }
+        row = self.db.execute("SELECT data FROM links WHERE k=0").fetchone()
+        try:
+            parent_of = {c: p for c, p, _seed in unpack_links(row[0])} if row else {}
+        except (ValueError, EOFError, TypeError):
+            parent_of = {}
         rows = self.db.execute("SELECT id, path, session, title, seed FROM logs").fetchall()
         paths = {r[0]: r[1] for r in rows}
         return {
@@ -672,14 +678,9 @@ class Catalog:
             for r in rows
         }
 
-    def children(self) -> dict[int, list[int]]:
-        """Parent log id -> child log ids."""
-        out: dict[int, list[int]] = {}
-        for k, v in self.db.execute(
-            "SELECT key, value FROM meta WHERE key >= 'parent:' AND key < 'parent;'"
-        ):
-            out.setdefault(int(v), []).append(int(k[7:]))
-        return out
+    def children(self) -> Links:
+        """Parent log id -> its children as (child log id, seed length; -1 for none)."""
+        return read_links(self.db)
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> Iterator[tuple[Any, ...]]:
         """Run a read query on the catalog."""

@@ -7,9 +7,14 @@ catalog would notice: no folder gained, lost or renamed an entry (its mtime woul
 differ), so a walk would find the same logs, and no log grew, shrank or was replaced.
 Any write to the catalog removes the state first, in the same transaction.
 
+Each stored state has a random generation id (`fresh.gen`): two connections that
+read the same one read the same catalog, since any write in between would have
+removed it.
+
 This module is what a warm `turnline search` loads before anything else: the standard
-library's `os` and `marshal`, and `sqlite3` for `open_fresh`. It forks the stats off
-to a child process (`FreshCheck`) and imports the rest of the query while it runs.
+library's `os` and `marshal`, and `sqlite3` for `open_fresh` (not even `typing`). It
+forks the stats off to a child process (`FreshCheck`), which can also do a first task
+for the parent (the query's catalog reads), while the parent loads the rest.
 """
 
 from __future__ import annotations
@@ -17,15 +22,17 @@ from __future__ import annotations
 import marshal
 import os
 from array import array
-from typing import TYPE_CHECKING, Any, Final
 
 from .xdg import cache_dir_str
 
+TYPE_CHECKING = False  # `typing` costs a warm search more than this module does
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
+    from typing import Any, Final
 
 #: The catalog's schema: a catalog of another one is rebuilt.
-SCHEMA: Final = 3
+SCHEMA: Final = 4
 
 
 def _builtin_sha256() -> Any:
@@ -138,15 +145,23 @@ class FreshCheck:
     child writes whether all of its chunks held and exits; `finish` does what is left
     here and reads that verdict. Where a fork is not possible it all happens in
     `finish`. Only for a process with no other threads (the fork copies just this one).
+
+    `task`: work the child does first, for the parent, whose bytes (or None) `handoff`
+    returns (through an anonymous memory file: Linux; elsewhere there is no task, and
+    `handoff` returns None). It must not use a database connection of the parent's
+    (SQLite forbids it): the parent should have none open at the fork.
     """
 
-    def __init__(self, state: FreshState) -> None:
+    def __init__(self, state: FreshState, task: Callable[[], bytes | None] | None = None) -> None:
         self.state = state
         n = len(state.paths)
         size = max(CHECK_CHUNK, -(-n // CHECK_CHUNKS))
         self.bounds = [(a, min(a + size, n)) for a in range(0, n, size)]
         self.pid = 0
         self.verdict = -1
+        self.memo = -1
+        self.held = True
+        self.task = False
         tokens, filling = os.pipe()
         try:
             os.write(filling, b"".join(k.to_bytes(2, "little") for k in range(len(self.bounds))))
@@ -154,8 +169,16 @@ class FreshCheck:
             os.close(filling)
         self.tokens = tokens
         fork = getattr(os, "fork", None)
-        if fork is None or len(self.bounds) < 2:
+        memfd = getattr(os, "memfd_create", None)
+        if fork is None or (len(self.bounds) < 2 and task is None):
             return
+        if task is not None and memfd is not None:
+            try:
+                self.memo = memfd("turnline-handoff", getattr(os, "MFD_CLOEXEC", 0))
+            except OSError:
+                task = None
+        else:
+            task = None
         verdict, telling = os.pipe()
         try:
             pid = fork()
@@ -166,11 +189,62 @@ class FreshCheck:
         if pid == 0:  # the child: check, tell, and leave without any cleanup of the parent's
             try:
                 os.close(verdict)
+                if task is not None:
+                    os.write(telling, b"t" if self._hand(task) else b"n")
                 os.write(telling, b"1" if self._drain() else b"0")
             finally:
                 os._exit(0)
         os.close(telling)
-        self.pid, self.verdict = pid, verdict
+        self.pid, self.verdict, self.task = pid, verdict, task is not None
+
+    def _hand(self, task: Callable[[], bytes | None]) -> bool:
+        """Run `task` here (the child) and leave its bytes in the memory file."""
+        try:
+            data = task()
+        except Exception:
+            return False
+        if data is None:
+            return False
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.memo, view) :]
+        return True
+
+    def handoff(self) -> bytes | None:
+        """The bytes of the child's task; None if there was none or it had none. While
+        the child works on it, this process takes chunks of the stats."""
+        if self.pid == 0 or not self.task:
+            return None
+        import select
+
+        self.task = False
+        while not select.select([self.verdict], [], [], 0)[0]:
+            token = os.read(self.tokens, 2)
+            if not token:
+                break  # no chunk left: the child's word is next
+            start, end = self.bounds[int.from_bytes(token, "little")]
+            if not self.state.holds(start, end):
+                self.held = False
+                while os.read(self.tokens, 1 << 16):
+                    pass
+                break
+        told = os.read(self.verdict, 1)
+        if told != b"t":
+            os.close(self.memo)
+            return None
+        try:
+            size = os.fstat(self.memo).st_size
+            parts: list[bytes] = []
+            at = 0
+            while at < size:
+                part = os.pread(self.memo, size - at, at)
+                if not part:
+                    return None  # cut short: the parent does the task itself
+                parts.append(part)
+                at += len(part)
+            return b"".join(parts)
+        finally:
+            os.close(self.memo)
 
     def _drain(self) -> bool:
         while True:
@@ -185,8 +259,10 @@ class FreshCheck:
 
     def finish(self) -> bool:
         """True if every entry stats as recorded (waits for the child)."""
+        if self.task:
+            self.handoff()  # its word comes first
         try:
-            held = self._drain()
+            held = self.held and self._drain()
         finally:
             os.close(self.tokens)
         if not self.pid:
@@ -199,11 +275,12 @@ class FreshCheck:
         return held and told == b"1"
 
 
-def open_fresh(resolved_root: str) -> tuple[sqlite3.Connection, FreshState] | None:
+def open_fresh(resolved_root: str) -> tuple[sqlite3.Connection, FreshState, bytes] | None:
     """The root's catalog, opened inside a read transaction (`BEGIN`: every later read
-    sees the same snapshot until `COMMIT`), with its fresh state; None, having created
-    and changed nothing, when there is no catalog, it is of another schema, it holds
-    no fresh state, or it cannot be read (the caller takes the ordinary way then)."""
+    sees the same snapshot until `COMMIT`), with its fresh state and that state's
+    generation id; None, having created and changed nothing, when there is no catalog,
+    it is of another schema, it holds no fresh state, or it cannot be read (the caller
+    takes the ordinary way then)."""
     import sqlite3
 
     path = catalog_file(resolved_root)
@@ -215,13 +292,20 @@ def open_fresh(resolved_root: str) -> tuple[sqlite3.Connection, FreshState] | No
         db.execute("PRAGMA busy_timeout=5000")
         db.execute("BEGIN")
         row = db.execute(
-            "SELECT (SELECT value FROM meta WHERE key='schema'), (SELECT state FROM fresh)"
+            "SELECT (SELECT value FROM meta WHERE key='schema'), state, gen FROM fresh WHERE k=0"
         ).fetchone()
-        if row is None or row[0] != str(SCHEMA) or row[1] is None:
+        if row is None or row[0] != str(SCHEMA) or not isinstance(row[2], bytes):
             db.close()
             return None
-        return db, FreshState.loads(row[1])
+        return db, FreshState.loads(row[1]), row[2]
     except (sqlite3.Error, ValueError, EOFError, TypeError):
         if db is not None:
             db.close()
         return None
+
+
+def same_generation(db: sqlite3.Connection, gen: bytes) -> bool:
+    """True if `db`'s snapshot holds the fresh state of generation `gen` (so it is the
+    catalog of that state: any write since would have removed it)."""
+    row = db.execute("SELECT gen FROM fresh WHERE k=0").fetchone()
+    return row is not None and row[0] == gen

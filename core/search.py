@@ -2,103 +2,61 @@
 
 A hit is one turn of the session that produced the text; copies of that turn in
 children's seeds are counted (`inherited_by`), and listed only when asked
-(`include_inherited`, each naming its producer in `inherited_from`).
-
-QUERY syntax: words (all must match within one turn, each as a case-insensitive
-substring, so text without spaces such as Chinese is found), `"a phrase"` (the
-words in that order), `prefix*` (a word starting so).
+(`include_inherited`, each naming its producer in `inherited_from`). The QUERY syntax
+and the catalog reads are `core.query`'s.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from operator import itemgetter
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from .catalog import FIELDS, Catalog, Progress
+from .query import (
+    DEFAULT_FIELDS,
+    FIELDS,
+    LOG_COLUMNS,
+    Links,
+    QueryError,
+    Term,
+    parse_fields,
+    parse_query,
+    search_order,
+    term_rows,
+)
 from .textsafe import flat_line, one_line
 
-DEFAULT_FIELDS: Final = ("user", "assistant")
+if TYPE_CHECKING:
+    import re
+    import sqlite3
+    from collections.abc import Iterable, Mapping, Sequence
+    from pathlib import Path
+
+    from .catalog import Catalog, Progress
+
+__all__ = [
+    "DEFAULT_FIELDS",
+    "MARK_CLOSE",
+    "MARK_OPEN",
+    "SNIPPET",
+    "Hit",
+    "QueryError",
+    "SearchResult",
+    "Term",
+    "line_snippet",
+    "open_catalog",
+    "parse_fields",
+    "parse_query",
+    "search",
+    "search_db",
+    "snippet_of",
+]
+
 SNIPPET: Final = 96
 MARK_OPEN: Final = "«"
 MARK_CLOSE: Final = "»"
 
 
-class QueryError(ValueError):
-    """The query (or a search option) cannot be used; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    """One query term: `text` as typed (folded), a phrase, or a prefix."""
-
-    text: str
-    prefix: bool = False
-    phrase: bool = False
-
-    def pattern(self) -> re.Pattern[str]:
-        """The regex that finds this term in a text (case-insensitive)."""
-        parts = [re.escape(w) for w in self.text.split()]
-        body = r"\s+".join(parts)
-        if self.prefix:
-            body = r"(?<!\w)" + body
-        return re.compile(body, re.IGNORECASE)
-
-    def literal(self) -> str | None:
-        """What `pattern` matches in an ASCII line of the catalog (`flat_line`: its
-        only whitespace is single spaces) as plain lower-case text: this term's text,
-        unless it is a prefix (a word boundary) or not ASCII. None then."""
-        if self.prefix or not self.text.isascii():
-            return None
-        return " ".join(self.text.split()).lower()
-
-
-def parse_query(query: str) -> list[Term]:
-    """Terms of a QUERY; raises `QueryError` for an empty or malformed one."""
-    terms: list[Term] = []
-    rest = unicodedata.normalize("NFC", query)
-    if rest.count('"') % 2:
-        raise QueryError('unbalanced quote in the query: close the phrase with "')
-    for m in re.finditer(r'"([^"]*)"|(\S+)', rest):
-        if m.group(1) is not None:
-            words = m.group(1).split()
-            if not words:
-                raise QueryError('empty phrase "" in the query')
-            terms.append(Term(" ".join(words), phrase=True))
-            continue
-        word = m.group(2)
-        prefix = word.endswith("*")
-        word = word.rstrip("*")
-        if not word:
-            raise QueryError("a lone * is not a query: put a prefix before it, like fork*")
-        if "*" in word:
-            raise QueryError(f"{word}*: * is only allowed at the end of a word")
-        terms.append(Term(word, prefix=prefix))
-    if not terms:
-        raise QueryError("empty query: give at least one word")
-    return terms
-
-
-def parse_fields(value: str | None) -> tuple[str, ...]:
-    """The `--in` list; raises `QueryError` for an unknown field."""
-    if value is None:
-        return DEFAULT_FIELDS
-    fields = tuple(f.strip() for f in value.split(",") if f.strip())
-    bad = [f for f in fields if f not in FIELDS]
-    if bad or not fields:
-        raise QueryError(
-            f"--in: unknown field {', '.join(bad) or '(none)'}; use {','.join(FIELDS)}"
-        )
-    return fields
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One turn that matched.
+class Hit(NamedTuple):
+    """One turn that matched (a named tuple: a common word makes thousands).
 
     Attributes:
         session: The session id of the hit's log.
@@ -152,8 +110,7 @@ class Hit:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult:
+class SearchResult(NamedTuple):
     """Hits (newest first, cut to the limit) and the total before the cut."""
 
     hits: list[Hit]
@@ -196,76 +153,72 @@ def line_snippet(
 
 
 def _literal_snippet(
-    line: str, literal: str, width: int
+    line: str, literal: str, width: int, folded: str | None = None, first: int = -1
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """`line_snippet` of an ASCII line with one term found as plain text."""
-    folded = line.lower()
-    first = folded.find(literal)
+    """`line_snippet` of an ASCII line with one term found as plain text (`folded`:
+    the line's lower-case form, and `first` where the term is first in it, if they
+    were found already)."""
+    if folded is None:
+        folded = line.lower()
     if first < 0:
-        return one_line(line, width), ()
-    start = max(0, first - width // 3)
-    end = min(len(line), start + width)
-    start = max(0, min(start, end - width))
+        first = folded.find(literal)
+        if first < 0:
+            return one_line(line, width), ()
+    n = len(line)
+    start = first - width // 3
+    if start < 0:
+        start = 0
+    end = start + width
+    if end > n:
+        end = n
+        start = n - width if n > width else 0
     lead = "…" if start > 0 else ""
-    shown = lead + line[start:end] + ("…" if end < len(line) else "")
+    shown = lead + line[start:end] + ("…" if end < n else "")
     shift = len(lead) - start
-    spans: list[tuple[int, int]] = []
     size = len(literal)
-    at = folded.find(literal, start)
-    while at >= 0 and at + size <= end:  # as `finditer` finds them in the window
+    spans = [(first + shift, first + size + shift)] if first + size <= end else []
+    at = folded.find(literal, first + size, end)
+    while at >= 0:  # as `finditer` finds them in the window (none overlapping)
         spans.append((at + shift, at + size + shift))
-        at = folded.find(literal, at + size)
+        at = folded.find(literal, at + size, end)
     return shown, tuple(spans)
 
 
-def _fts_literal(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _casefold_contains(text: object, needle: object) -> bool:
-    return isinstance(text, str) and isinstance(needle, str) and needle in text.casefold()
-
-
-#: A log's row as a hit needs it: (path, session, title, seed, created).
-_LOG_COLUMNS: Final = "l.path, l.session, l.title, l.seed, l.created"
+#: A matched turn's first document: (seq, field, text, then, when the text is ASCII
+#: and the term a literal, its lower-case form and where the term is first in it;
+#: else None and -1).
+_Doc = tuple[int, str, str, "str | None", int]
 
 
 def _term_docs(
-    catalog: Catalog, term: Term, fields: Sequence[str], logs: dict[int, tuple[Any, ...]]
-) -> dict[tuple[int, int], tuple[int, str, str]]:
-    """(log, turn) -> the first (seq, field, text) of its docs holding `term`; the
-    row of each log found is added to `logs` (`_LOG_COLUMNS`)."""
-    marks = ",".join("?" * len(fields))
-    needle = term.text
-    if len(needle) >= 3:
-        rows = catalog.db.execute(
-            f"SELECT d.log, d.turn, d.seq, d.field, d.text, {_LOG_COLUMNS} FROM fts "
-            "JOIN docs d ON d.rowid = fts.rowid JOIN logs l ON l.id = d.log "
-            f"WHERE fts MATCH ? AND d.field IN ({marks})",
-            (_fts_literal(needle), *fields),
-        ).fetchall()
-    else:  # trigrams cannot match under three characters: a folded substring scan
-        catalog.db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)
-        rows = catalog.db.execute(
-            f"SELECT d.log, d.turn, d.seq, d.field, d.text, {_LOG_COLUMNS} FROM docs d "
-            f"JOIN logs l ON l.id = d.log WHERE d.field IN ({marks}) AND tl_contains(d.text, ?)",
-            (*fields, needle.casefold()),
-        ).fetchall()
-    found = term.pattern().search  # the exact rule; the index only narrows the rows
+    rows: Iterable[tuple[Any, ...]], term: Term, logs: dict[int, tuple[Any, ...]]
+) -> dict[tuple[int, int], _Doc]:
+    """(log, turn) -> the first document of the `term_rows` rows that holds `term`, by
+    the exact rule (the full-text index only narrows the rows); the row of each log
+    found is added to `logs` (`LOG_COLUMNS`)."""
+    found = term.pattern().search
     literal = term.literal()
-    out: dict[tuple[int, int], tuple[int, str, str]] = {}
+    out: dict[tuple[int, int], _Doc] = {}
     get = out.get
     for row in rows:
         text = row[4]
-        if (literal in text.lower()) if literal is not None and text.isascii() else found(text):
-            key = (row[0], row[1])
-            got = get(key)
-            if got is None:
-                out[key] = (row[2], row[3], row[4])
-                if row[0] not in logs:
-                    logs[row[0]] = row[5:]
-            elif row[2] < got[0]:
-                out[key] = (row[2], row[3], row[4])
+        folded = None
+        first = -1
+        if literal is not None and text.isascii():
+            folded = text.lower()
+            first = folded.find(literal)
+            if first < 0:
+                continue
+        elif found(text) is None:
+            continue
+        key = (row[0], row[1])
+        got = get(key)
+        if got is None:
+            out[key] = (row[2], row[3], text, folded, first)
+            if row[0] not in logs:
+                logs[row[0]] = row[5:]
+        elif row[2] < got[0]:
+            out[key] = (row[2], row[3], text, folded, first)
     return out
 
 
@@ -284,7 +237,7 @@ def search(
 
     Args:
         catalog: The root's catalog.
-        query: The QUERY (see the module doc).
+        query: The QUERY (see `core.query`).
         fields: Which fields to search.
         include_inherited: Also list each inheriting copy of a hit.
         session: Keep only hits in sessions whose id (or log path) starts with this.
@@ -296,57 +249,105 @@ def search(
         QueryError: The query or an option is malformed.
     """
     terms = parse_query(query)
+    check_options(fields, limit)
+    if refresh:
+        catalog.refresh(progress)
+    return search_db(
+        catalog.db,
+        terms,
+        fields=fields,
+        include_inherited=include_inherited,
+        session=session,
+        limit=limit,
+    )
+
+
+def check_options(fields: Sequence[str], limit: int | None) -> None:
+    """Raise `QueryError` for a field or a limit `search` cannot take."""
     if limit is not None and limit < 0:
         raise QueryError("--limit must be 0 or more")
     for f in fields:
         if f not in FIELDS:
             raise QueryError(f"unknown field {f}")
-    if refresh:
-        catalog.refresh(progress)
+
+
+def search_db(
+    db: sqlite3.Connection | None,
+    terms: Sequence[Term],
+    *,
+    fields: Sequence[str] = DEFAULT_FIELDS,
+    include_inherited: bool = False,
+    session: str | None = None,
+    limit: int | None = None,
+    read: tuple[Links, Mapping[Term, Sequence[tuple[Any, ...]]]] | None = None,
+) -> SearchResult:
+    """`search` on a catalog's connection as it is (no refresh; a read transaction
+    makes every read one snapshot), for parsed `terms` and checked options.
+
+    `read`: the links and each term's `term_rows`, read already in one snapshot
+    (`query.snapshot_reads`: a warm `turnline search` reads them in its forked child
+    while it loads this module); `db` may be None then, unless `include_inherited`."""
+    from .query import read_links
+
+    def rows_of(term: Term) -> Sequence[tuple[Any, ...]]:
+        if read is not None:
+            return read[1][term]
+        assert db is not None
+        return term_rows(db, term, fields)
+
     logs: dict[int, tuple[Any, ...]] = {}
-    matched: dict[tuple[int, int], tuple[int, str, str]] | None = None
-    for term in sorted(terms, key=lambda t: -len(t.text)):
-        docs = _term_docs(catalog, term, fields, logs)
+    matched: dict[tuple[int, int], _Doc] | None = None
+    for term in search_order(terms):
+        docs = _term_docs(rows_of(term), term, logs)
         if matched is None:
             matched = docs
         else:
-            matched = {k: min(matched[k], v) for k, v in docs.items() if k in matched}
+            matched = {  # the turn's first document that holds any of the terms
+                k: v if v[0] < matched[k][0] else matched[k]
+                for k, v in docs.items()
+                if k in matched
+            }
         if not matched:
             return SearchResult([], 0)
     assert matched is not None
-    children = catalog.children()
-    if children:
-        _add_descendants(catalog, logs, {log for log, _turn in matched}, children)
-    # Each hit as (sort key, log, turn, first doc, producer) first; the snippets (most
-    # of a hit's cost) only for those kept.
-    found_hits: list[tuple[tuple[int, str, int], int, int, tuple[int, str, str], int, int]] = []
+    if read is not None:
+        links = read[0]
+    else:
+        assert db is not None
+        links = read_links(db)
+    if include_inherited and links:
+        assert db is not None
+        _add_descendants(db, logs, {log for log, _turn in matched}, links)
+    # Each hit as (sort key..., log, turn, first doc, heirs, producer) first; the
+    # snippets (most of a hit's cost) only for those kept.
+    found: list[tuple[int, str, int, int, int, _Doc, int, int]] = []
+    add = found.append
     for (log, turn), first in matched.items():
         entry = logs[log]
-        if log not in children:
-            heirs: list[int] = []
-        else:
-            heirs = list(_heirs(log, first[0], logs, children))
-        found_hits.append(((-(entry[4] or 0), entry[0], -turn), log, turn, first, len(heirs), -1))
+        heirs = _heirs(log, first[0], links) if log in links else ()
+        add((-(entry[4] or 0), entry[0], -turn, log, turn, first, len(heirs), -1))
         if include_inherited:
             for heir in heirs:
                 e = logs[heir]
-                inherited = len(list(_heirs(heir, first[0], logs, children)))
-                found_hits.append(((-(e[4] or 0), e[0], -turn), heir, turn, first, inherited, log))
+                inherited = len(_heirs(heir, first[0], links)) if heir in links else 0
+                add((-(e[4] or 0), e[0], -turn, heir, turn, first, inherited, log))
     if session is not None:
-        found_hits = [
-            h for h in found_hits if logs[h[1]][1].startswith(session) or logs[h[1]][0] == session
-        ]
-    found_hits.sort(key=itemgetter(0))  # newest first, then by path, latest turn first
-    total = len(found_hits)
+        found = [h for h in found if logs[h[3]][1].startswith(session) or h[1] == session]
+    found.sort()  # newest first, then by path, latest turn first (each (path, turn) once)
+    total = len(found)
     if limit is not None:
-        found_hits = found_hits[:limit]
+        del found[limit:]
     patterns = [t.pattern() for t in terms]
     literal = terms[0].literal() if len(terms) == 1 else None
     hits: list[Hit] = []
-    for _key, log, turn, (seq, field, text), inherited_by, producer in found_hits:
-        path, session_id, title, _seed, created = logs[log]
-        shown, spans = line_snippet(text, patterns, literal=literal)
-        hits.append(
+    keep = hits.append
+    for _c, path, _t, log, turn, (seq, field, text, folded, at), inherited_by, producer in found:
+        _path, session_id, title, _seed, created = logs[log]
+        if literal is not None and folded is not None:
+            shown, spans = _literal_snippet(text, literal, SNIPPET, folded, at)
+        else:
+            shown, spans = line_snippet(text, patterns, literal=literal)
+        keep(
             Hit(
                 session_id,
                 path,
@@ -395,52 +396,47 @@ def _window(
 
 
 def _add_descendants(
-    catalog: Catalog,
-    logs: dict[int, tuple[Any, ...]],
-    found: set[int],
-    children: dict[int, list[int]],
+    db: sqlite3.Connection, logs: dict[int, tuple[Any, ...]], found: set[int], links: Links
 ) -> None:
-    """Add to `logs` the rows of every descendant of the `found` logs (their seeds
-    decide the heirs) that it lacks."""
-    stack = [log for log in found if log in children]
+    """Add to `logs` the rows of every descendant of the `found` logs that it lacks
+    (an inherited copy is listed under its own log)."""
+    stack = [log for log in found if log in links]
     ids: set[int] = set()
     seen = set(found)
     while stack:
-        for child in children.get(stack.pop(), ()):
+        for child, _seed in links.get(stack.pop(), ()):
             if child not in seen:
                 seen.add(child)
                 stack.append(child)
                 if child not in logs:
                     ids.add(child)
-    sql = f"SELECT l.id, {_LOG_COLUMNS} FROM logs l"
+    sql = f"SELECT l.id, {LOG_COLUMNS} FROM logs l"
     if len(ids) > 2000:
-        logs.update((r[0], r[1:]) for r in catalog.db.execute(sql) if r[0] in ids)
+        logs.update((r[0], r[1:]) for r in db.execute(sql) if r[0] in ids)
         return
     wanted = sorted(ids)
     for k in range(0, len(wanted), 500):
         chunk = wanted[k : k + 500]
         marks = ",".join("?" * len(chunk))
-        logs.update(
-            (r[0], r[1:]) for r in catalog.db.execute(f"{sql} WHERE l.id IN ({marks})", chunk)
-        )
+        logs.update((r[0], r[1:]) for r in db.execute(f"{sql} WHERE l.id IN ({marks})", chunk))
 
 
-def _heirs(
-    log: int, seq: int, logs: dict[int, tuple[Any, ...]], children: dict[int, list[int]]
-) -> Iterable[int]:
-    """Every descendant log whose seed carries the event at `seq` of `log`
-    (`logs`: id -> (path, session, title, seed, created))."""
+def _heirs(log: int, seq: int, links: Links) -> list[int]:
+    """Every descendant log whose seed carries the event at `seq` of `log`."""
+    out: list[int] = []
     stack = [log]
     seen = {log}
     while stack:
-        for child in children.get(stack.pop(), ()):
-            seed = logs[child][3] if child in logs else None
-            if child not in seen and seed is not None and seq < seed:
+        for child, seed in links.get(stack.pop(), ()):
+            if seq < seed and child not in seen:
                 seen.add(child)
                 stack.append(child)
-                yield child
+                out.append(child)
+    return out
 
 
 def open_catalog(root: Path, *, no_cache: bool = False) -> Catalog:
     """The catalog of `root`: the shared one, or (`no_cache`) a throwaway in memory."""
+    from .catalog import Catalog
+
     return Catalog(root, ":memory:" if no_cache else None)

@@ -10,10 +10,11 @@ A relative `$XDG_*_HOME` is ignored, as the specification says.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Final
 
+TYPE_CHECKING = False  # a warm search loads this module before `typing` (`core.fresh`)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, Final
 
 APP: Final = "turnline"
 

@@ -178,6 +178,51 @@ def test_front_door_answers_as_the_full_cli(root: Path, tmp_path: Path, argv: li
     assert "Traceback" not in full[2]
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["zebracorn"],
+        ["zebracorn", "分叉"],
+        ["zebra*", "zebracorn"],
+        ['"the zebracorn"'],
+        ["分"],
+        ["--in", "tool,user", "toolonlyword"],
+        ["zebracorn", "--session", "P", "--limit", "1"],
+        ["nowhere-at-all"],
+    ],
+)
+def test_a_warm_front_door_answers_from_the_childs_reads(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """With a fresh state, the front door's answer is made of the rows its forked child
+    read (`FreshCheck.handoff`), and is the full CLI's answer byte for byte."""
+    from turnline.cli import fast
+    from turnline.core.fresh import FreshCheck
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    past = os.stat(root).st_mtime - 3600  # folders older than a second are trusted
+    for folder, _dirs, _files in os.walk(root):
+        os.utime(folder, (past, past))
+    args = [str(root), *argv, "--json"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    full = _console(["search", *args], env, front=False)
+    assert full[0] == 0
+    handed: list[bytes | None] = []
+    real = FreshCheck.handoff
+
+    def spy(self: FreshCheck) -> bytes | None:
+        got = real(self)
+        handed.append(got)
+        return got
+
+    monkeypatch.setattr(FreshCheck, "handoff", spy)
+    parsed = fast._parse(args)
+    assert parsed is not None
+    answer = fast._answer(parsed)
+    assert answer is not None and answer.decode() == full[1]
+    assert len(handed) == 1 and handed[0]  # the child's reads made it
+
+
 def test_front_door_loads_no_log_reader(root: Path, tmp_path: Path) -> None:
     """A warm `search --json` does not import the readers, the lineage or `cli.main`."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}

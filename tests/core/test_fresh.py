@@ -141,8 +141,8 @@ def test_open_fresh_takes_a_read_snapshot(root: Path) -> None:
     catalog.close()
     opened = open_fresh(os.path.realpath(root))
     assert opened is not None
-    db, state = opened
-    assert state.check()
+    db, state, gen = opened
+    assert state.check() and len(gen) == 8
     writer = Catalog(root)
     writer.index(root / "p" / "session.jsonl")  # drops the state, in another connection
     # the snapshot still holds the state this connection read, with its own rows
@@ -187,6 +187,65 @@ def test_the_forked_check(tmp_path: Path, where: int | str | None) -> None:
     assert check.finish() is (where is None)
     with pytest.raises(ChildProcessError):
         os.waitpid(check.pid, os.WNOHANG)
+
+
+@pytest.mark.parametrize("outcome", ["bytes", "none", "raises", "changed"])
+def test_the_child_hands_over_its_task(tmp_path: Path, outcome: str) -> None:
+    """The child's first task reaches the parent whole (more than a pipe holds); a task
+    with no answer, or one that fails, hands over nothing, and the stats still count."""
+    state = _files(tmp_path, CHECK_CHUNK * 3 + 1)
+    data = bytes(range(256)) * 4096  # 1 MiB
+
+    def task() -> bytes | None:
+        if outcome == "raises":
+            raise RuntimeError("the task failed")
+        return None if outcome == "none" else data
+
+    if outcome == "changed":
+        with open(state.paths[-1], "ab") as fh:
+            fh.write(b"more")
+    check = FreshCheck(state, task)
+    assert check.pid > 0
+    handed = check.handoff()
+    assert handed == (data if outcome in ("bytes", "changed") else None)
+    assert check.handoff() is None  # once
+    assert check.finish() is (outcome != "changed")
+    with pytest.raises(ChildProcessError):
+        os.waitpid(check.pid, os.WNOHANG)
+
+
+def test_finish_alone_reaps_a_child_with_a_task(tmp_path: Path) -> None:
+    state = _files(tmp_path, 5)
+    check = FreshCheck(state, lambda: b"unread")
+    assert check.pid > 0 and check.finish()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(check.pid, os.WNOHANG)
+
+
+def test_snapshot_reads_need_the_same_generation(root: Path) -> None:
+    """The child's reads are given only from a snapshot of the same fresh state: the
+    rows a search makes on the catalog's own connection."""
+    from turnline.core.query import parse_query, snapshot_of, snapshot_reads, term_rows
+
+    catalog = Catalog(root)
+    catalog.refresh()
+    opened = open_fresh(os.path.realpath(root))
+    assert opened is not None
+    db, _state, gen = opened
+    db.close()
+    fields = ("user", "assistant")
+    data = snapshot_reads(catalog.path, gen, "zebracorn 分叉", fields)
+    assert data is not None
+    terms = parse_query("zebracorn 分叉")
+    links, rows = snapshot_of(data, terms)
+    assert links == catalog.children()
+    for term in terms:
+        assert rows[term] == term_rows(catalog.db, term, fields)
+    assert snapshot_reads(catalog.path, b"other-id", "zebracorn", fields) is None
+    assert snapshot_reads(catalog.path, gen, '"unbalanced', fields) is None
+    catalog.index(root / "p" / "session.jsonl")  # a write: the state is gone
+    assert snapshot_reads(catalog.path, gen, "zebracorn", fields) is None
+    catalog.close()
 
 
 def test_a_small_state_is_checked_here(tmp_path: Path) -> None:

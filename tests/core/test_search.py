@@ -80,6 +80,35 @@ def test_phrase_and_prefix(catalog: Catalog) -> None:
     assert hits(catalog, "ebracorn") == [("P", 1, 2, None)]  # a word is a substring
 
 
+def test_terms_found_in_one_document(catalog: Catalog) -> None:
+    """A literal term and a prefix term found in the same document: one hit (the two
+    terms' documents are compared by seq alone)."""
+    assert hits(catalog, "zebracorn zebra*") == hits(catalog, "zebracorn")
+    assert hits(catalog, "zebra* zebracorn") == hits(catalog, "zebracorn")
+
+
+def test_the_links_row(catalog: Catalog) -> None:
+    """The catalog keeps each fork's parent and seed in one row, read back whole; a row
+    this version did not write reads as no links (the next refresh links again)."""
+    from turnline.core.query import pack_links, read_links, unpack_links
+
+    triples = [(2, 1, 10), (3, 2, None), (4, 1, 0)]
+    assert unpack_links(pack_links(triples)) == [(2, 1, 10), (3, 2, -1), (4, 1, 0)]
+    catalog.refresh()
+    links = read_links(catalog.db)
+    entries = catalog.entries()
+    by_path = {e.path: e.id for e in entries.values()}
+    expected: dict[int, list[tuple[int, int]]] = {}
+    for e in entries.values():
+        if e.parent is not None:
+            expected.setdefault(by_path[e.parent], []).append((e.id, e.seed or -1))
+    assert expected and {k: sorted(v) for k, v in links.items()} == expected
+    catalog.db.execute("UPDATE links SET data=?", (b"junk",))
+    assert read_links(catalog.db) == {}
+    catalog.db.execute("DELETE FROM links")
+    assert read_links(catalog.db) == {}
+
+
 def test_session_and_limit(catalog: Catalog) -> None:
     assert hits(catalog, "zebracorn", session="C", include_inherited=True) == [("C", 1, 1, "P")]
     result = search(catalog, "e", limit=1)
@@ -166,6 +195,12 @@ def test_the_plain_search_of_an_ascii_line_is_the_patterns(
     patterns = [term.pattern()]
     assert line_snippet(line, patterns, width, literal) == line_snippet(line, patterns, width)
     assert (literal in line.lower()) == bool(patterns[0].search(line))
+    folded = line.lower()
+    if literal in folded:  # as a search makes it: the folded line and the first match given
+        from turnline.core.search import _literal_snippet
+
+        given_first = _literal_snippet(line, literal, width, folded, folded.find(literal))
+        assert given_first == line_snippet(line, patterns, width)
 
 
 def test_a_phrase_across_a_line_break_is_found(tmp_path: Path) -> None:

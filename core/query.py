@@ -1,0 +1,226 @@
+"""A search QUERY, and the catalog reads a search makes: the light half of
+`core.search`.
+
+QUERY syntax: words (all must match within one turn, each as a case-insensitive
+substring, so text without spaces such as Chinese is found), `"a phrase"` (the
+words in that order), `prefix*` (a word starting so).
+
+This module loads only the standard library's `re` and `unicodedata` (and `typing`
+for its classes), so a warm `turnline search` can parse its query and start the
+catalog's reads (`term_rows`, in a forked child: `cli.fast`) before it has loaded
+anything else.
+"""
+
+from __future__ import annotations
+
+import marshal
+import re
+import unicodedata
+from array import array
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable, Sequence
+
+#: The fields a document can be of (the catalog's `docs.field`).
+FIELDS: Final = ("user", "assistant", "reasoning", "tool")
+DEFAULT_FIELDS: Final = ("user", "assistant")
+
+#: A document row as `term_rows` returns it: (log, turn, seq, field, text), then its
+#: log's (path, session, title, seed, created).
+LOG_COLUMNS: Final = "l.path, l.session, l.title, l.seed, l.created"
+
+
+class QueryError(ValueError):
+    """The query (or a search option) cannot be used; the message says why."""
+
+
+class Term(NamedTuple):
+    """One query term: `text` as typed (folded), a phrase, or a prefix."""
+
+    text: str
+    prefix: bool = False
+    phrase: bool = False
+
+    def pattern(self) -> re.Pattern[str]:
+        """The regex that finds this term in a text (case-insensitive)."""
+        parts = [re.escape(w) for w in self.text.split()]
+        body = r"\s+".join(parts)
+        if self.prefix:
+            body = r"(?<!\w)" + body
+        return re.compile(body, re.IGNORECASE)
+
+    def literal(self) -> str | None:
+        """What `pattern` matches in an ASCII line of the catalog (`flat_line`: its
+        only whitespace is single spaces) as plain lower-case text: this term's text,
+        unless it is a prefix (a word boundary) or not ASCII. None then."""
+        if self.prefix or not self.text.isascii():
+            return None
+        return " ".join(self.text.split()).lower()
+
+
+def parse_query(query: str) -> list[Term]:
+    """Terms of a QUERY; raises `QueryError` for an empty or malformed one."""
+    terms: list[Term] = []
+    rest = unicodedata.normalize("NFC", query)
+    if rest.count('"') % 2:
+        raise QueryError('unbalanced quote in the query: close the phrase with "')
+    for m in re.finditer(r'"([^"]*)"|(\S+)', rest):
+        if m.group(1) is not None:
+            words = m.group(1).split()
+            if not words:
+                raise QueryError('empty phrase "" in the query')
+            terms.append(Term(" ".join(words), phrase=True))
+            continue
+        word = m.group(2)
+        prefix = word.endswith("*")
+        word = word.rstrip("*")
+        if not word:
+            raise QueryError("a lone * is not a query: put a prefix before it, like fork*")
+        if "*" in word:
+            raise QueryError(f"{word}*: * is only allowed at the end of a word")
+        terms.append(Term(word, prefix=prefix))
+    if not terms:
+        raise QueryError("empty query: give at least one word")
+    return terms
+
+
+def parse_fields(value: str | None) -> tuple[str, ...]:
+    """The `--in` list; raises `QueryError` for an unknown field."""
+    if value is None:
+        return DEFAULT_FIELDS
+    fields = tuple(f.strip() for f in value.split(",") if f.strip())
+    bad = [f for f in fields if f not in FIELDS]
+    if bad or not fields:
+        raise QueryError(
+            f"--in: unknown field {', '.join(bad) or '(none)'}; use {','.join(FIELDS)}"
+        )
+    return fields
+
+
+def search_order(terms: Sequence[Term]) -> list[Term]:
+    """The order a search reads its terms in: the longest (fewest rows) first."""
+    return sorted(terms, key=lambda t: -len(t.text))
+
+
+def _fts_literal(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _casefold_contains(text: object, needle: object) -> bool:
+    return isinstance(text, str) and isinstance(needle, str) and needle in text.casefold()
+
+
+def term_rows(
+    db: sqlite3.Connection, term: Term, fields: Sequence[str]
+) -> list[tuple[object, ...]]:
+    """The catalog's documents of `fields` that may hold `term` (`LOG_COLUMNS` rows): the
+    full-text index narrows them, the search's own rule decides (`core.search`)."""
+    marks = ",".join("?" * len(fields))
+    needle = term.text
+    if len(needle) >= 3:
+        return db.execute(
+            f"SELECT d.log, d.turn, d.seq, d.field, d.text, {LOG_COLUMNS} FROM fts "
+            "JOIN docs d ON d.rowid = fts.rowid JOIN logs l ON l.id = d.log "
+            f"WHERE fts MATCH ? AND d.field IN ({marks})",
+            (_fts_literal(needle), *fields),
+        ).fetchall()
+    # Trigrams cannot match under three characters: a folded substring scan.
+    db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)
+    return db.execute(
+        f"SELECT d.log, d.turn, d.seq, d.field, d.text, {LOG_COLUMNS} FROM docs d "
+        f"JOIN logs l ON l.id = d.log WHERE d.field IN ({marks}) AND tl_contains(d.text, ?)",
+        (*fields, needle.casefold()),
+    ).fetchall()
+
+
+#: Parent log id -> its children as (child log id, seed length; -1 for none).
+Links = dict[int, list[tuple[int, int]]]
+
+
+def pack_links(links: Iterable[tuple[int, int, int | None]]) -> bytes:
+    """(child, parent, seed) triples as the catalog's one `links` row: three arrays of
+    64-bit integers, so reading them is a copy, not a row per fork."""
+    child, parent, seed = array("q"), array("q"), array("q")
+    for c, p, s in links:
+        child.append(c)
+        parent.append(p)
+        seed.append(-1 if s is None else s)
+    return marshal.dumps((child.tobytes(), parent.tobytes(), seed.tobytes()))
+
+
+def unpack_links(data: bytes) -> list[tuple[int, int, int]]:
+    """The (child, parent, seed) triples of `pack_links` (seed -1 for none); raises
+    ValueError, EOFError or TypeError for bytes it did not make."""
+    parts = marshal.loads(data)
+    if not isinstance(parts, tuple) or len(parts) != 3:
+        raise ValueError("not a links row")
+    child, parent, seed = array("q"), array("q"), array("q")
+    child.frombytes(parts[0])
+    parent.frombytes(parts[1])
+    seed.frombytes(parts[2])
+    if not len(child) == len(parent) == len(seed):
+        raise ValueError("a links row of mismatched parts")
+    return list(zip(child, parent, seed, strict=True))
+
+
+def read_links(db: sqlite3.Connection) -> Links:
+    """Each parent log's children, as the catalog last linked them (empty if it never
+    did, or its row is not one this version wrote: the next refresh links again)."""
+    row = db.execute("SELECT data FROM links WHERE k=0").fetchone()
+    return links_of(None if row is None else row[0])
+
+
+def links_of(data: bytes | None) -> Links:
+    """`read_links` of the `links` row's bytes (None: no row)."""
+    out: Links = {}
+    if data is None:
+        return out
+    try:
+        triples = unpack_links(data)
+    except (ValueError, EOFError, TypeError):
+        return out
+    for child, parent, seed in triples:
+        got = out.get(parent)
+        if got is None:
+            out[parent] = [(child, seed)]
+        else:
+            got.append((child, seed))
+    return out
+
+
+def snapshot_reads(catalog: str, gen: bytes, query: str, fields: Sequence[str]) -> bytes | None:
+    """Every catalog read a search of `query` makes (`term_rows` of each term, in
+    `search_order`, and the `links` row), from a connection of its own, as one
+    `marshal` value; None unless the catalog still holds the fresh state of generation
+    `gen` (the snapshot the caller's answer is checked against), or if the query does
+    not parse. A warm `turnline search` runs this in its forked child (`cli.fast`)."""
+    import sqlite3
+
+    from .fresh import same_generation
+
+    try:
+        terms = search_order(parse_query(query))
+    except QueryError:
+        return None
+    db = sqlite3.connect(catalog, timeout=5.0, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute("BEGIN")
+        if not same_generation(db, gen):
+            return None
+        row = db.execute("SELECT data FROM links WHERE k=0").fetchone()
+        rows = [term_rows(db, term, fields) for term in terms]
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return marshal.dumps((None if row is None else row[0], rows))
+
+
+def snapshot_of(
+    data: bytes, terms: Sequence[Term]
+) -> tuple[Links, dict[Term, list[tuple[object, ...]]]]:
+    """The links and each term's rows of `snapshot_reads`'s bytes (for the same query)."""
+    links, rows = marshal.loads(data)
+    return links_of(links), dict(zip(search_order(terms), rows, strict=True))
