@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .fresh import SCHEMA, FreshState, catalog_file
-from .query import Links, pack_links, read_links, unpack_links
+from .query import Links, pack_links, read_links
 
 if TYPE_CHECKING:
     from .summary import SessionSummary
@@ -432,8 +432,7 @@ class Catalog:
         if self.path == ":memory:":
             return  # no other process ever reads it
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(db):
             row = db.execute(
                 "SELECT (SELECT value FROM meta WHERE key='walked') IS '1'"
                 " AND (SELECT value FROM meta WHERE key='linked') IS '1'"
@@ -449,10 +448,6 @@ class Catalog:
                     db.execute(
                         "INSERT OR REPLACE INTO fresh VALUES (0, ?, randomblob(8))", (state,)
                     )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     # -- keeping current ---------------------------------------------------------------
 
@@ -480,8 +475,7 @@ class Catalog:
     def _remember_walk(self, walked: dict[str, str | None]) -> None:
         """Store the walk's order and watch rows: the next check need not walk."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(db):
             db.executemany(
                 "UPDATE logs SET pos=?, layout=? WHERE path=?",
                 [(k, layout, path) for k, (path, layout) in enumerate(walked.items())],
@@ -493,10 +487,6 @@ class Catalog:
                 "INSERT OR REPLACE INTO meta VALUES ('walked', ?)",
                 ("1" if self._pending_clean else "0",),
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def drop(self, path: Path) -> None:
         """Forget a log (it was removed)."""
@@ -505,8 +495,7 @@ class Catalog:
     def drop_many(self, paths: Iterable[str | Path]) -> None:
         """Forget several logs, in one transaction."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(db):
             db.execute(_UNLINKED)
             db.execute(_STALE)
             # The next check walks: a dropped log still on disk is found again, not
@@ -517,10 +506,6 @@ class Catalog:
                 if row is not None:
                     _delete_docs(db, row[0], None)
                     db.execute("DELETE FROM logs WHERE id=?", (row[0],))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def index(self, path: Path) -> None:
         """(Re-)index one log, in one transaction: appended turns only when the log
@@ -581,8 +566,7 @@ class Catalog:
         """Write a batch of extracted logs (a str: that log is gone) in one transaction."""
         db = self.db
         redo: list[_Job] = []
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(db):
             db.execute(_UNLINKED)
             db.execute(_STALE)
             docs: list[tuple[int, int, int, str, str]] = []
@@ -617,10 +601,6 @@ class Catalog:
             db.execute(
                 "INSERT INTO fts(rowid, text) SELECT rowid, text FROM docs WHERE rowid>?", (before,)
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         if redo:
             self._store_all([_extract(job) for job in redo])
 
@@ -641,8 +621,7 @@ class Catalog:
         data = pack_links(
             (rows[c][0], rows[p][0], rows[c][3]) for c, p in sorted(links.parent.items())
         )
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(self.db):
             now = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
             if (now[0] if now is not None else None) == generation:
                 # Nothing was written since the read: these links are the logs' own.
@@ -650,20 +629,12 @@ class Catalog:
                 self.db.execute(_STALE)
                 self.db.execute("INSERT OR REPLACE INTO links VALUES (0, ?)", (data,))
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', '1')")
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     # -- reading -----------------------------------------------------------------------
 
     def entries(self) -> dict[int, LogEntry]:
         """Every catalogued log by id, with its resolved parent log path."""
-        row = self.db.execute("SELECT data FROM links WHERE k=0").fetchone()
-        try:
-            parent_of = {c: p for c, p, _seed in unpack_links(row[0])} if row else {}
-        except (ValueError, EOFError, TypeError):
-            parent_of = {}
+        parent_of = {c: p for p, kids in read_links(self.db).items() for c, _seed in kids}
         rows = self.db.execute("SELECT id, path, session, title, seed FROM logs").fetchall()
         paths = {r[0]: r[1] for r in rows}
         return {
@@ -817,6 +788,19 @@ class Catalog:
                 stale.append(len(out))
                 out.append((path, layout, None))
         return out, stale
+
+
+@contextlib.contextmanager
+def _writing(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (`BEGIN IMMEDIATE`): committed when the block ends, rolled
+    back if it (or the commit) raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int:

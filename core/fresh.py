@@ -161,7 +161,7 @@ class FreshCheck:
         self.verdict = -1
         self.memo = -1
         self.held = True
-        self.task = False
+        self.pending = False  # a task's bytes wait for `handoff`
         tokens, filling = os.pipe()
         try:
             os.write(filling, b"".join(k.to_bytes(2, "little") for k in range(len(self.bounds))))
@@ -195,7 +195,7 @@ class FreshCheck:
             finally:
                 os._exit(0)
         os.close(telling)
-        self.pid, self.verdict, self.task = pid, verdict, task is not None
+        self.pid, self.verdict, self.pending = pid, verdict, task is not None
 
     def _hand(self, task: Callable[[], bytes | None]) -> bool:
         """Run `task` here (the child) and leave its bytes in the memory file."""
@@ -213,20 +213,17 @@ class FreshCheck:
     def handoff(self) -> bytes | None:
         """The bytes of the child's task; None if there was none or it had none. While
         the child works on it, this process takes chunks of the stats."""
-        if self.pid == 0 or not self.task:
+        if self.pid == 0 or not self.pending:
             return None
         import select
 
-        self.task = False
+        self.pending = False
         while not select.select([self.verdict], [], [], 0)[0]:
-            token = os.read(self.tokens, 2)
-            if not token:
+            took = self._take()
+            if took is None:
                 break  # no chunk left: the child's word is next
-            start, end = self.bounds[int.from_bytes(token, "little")]
-            if not self.state.holds(start, end):
+            if not took:
                 self.held = False
-                while os.read(self.tokens, 1 << 16):
-                    pass
                 break
         told = os.read(self.verdict, 1)
         if told != b"t":
@@ -246,20 +243,28 @@ class FreshCheck:
         finally:
             os.close(self.memo)
 
+    def _take(self) -> bool | None:
+        """Stat the next chunk: whether it held, or None when none is left. After a
+        change no chunk is left for either process."""
+        token = os.read(self.tokens, 2)
+        if not token:
+            return None
+        start, end = self.bounds[int.from_bytes(token, "little")]
+        if self.state.holds(start, end):
+            return True
+        while os.read(self.tokens, 1 << 16):
+            pass
+        return False
+
     def _drain(self) -> bool:
-        while True:
-            token = os.read(self.tokens, 2)
-            if not token:
-                return True
-            start, end = self.bounds[int.from_bytes(token, "little")]
-            if not self.state.holds(start, end):
-                while os.read(self.tokens, 1 << 16):
-                    pass  # nothing is left for either process
+        while (took := self._take()) is not None:
+            if not took:
                 return False
+        return True
 
     def finish(self) -> bool:
         """True if every entry stats as recorded (waits for the child)."""
-        if self.task:
+        if self.pending:
             self.handoff()  # its word comes first
         try:
             held = self.held and self._drain()

@@ -168,8 +168,12 @@ def unpack_links(data: bytes) -> list[tuple[int, int, int]]:
 def read_links(db: sqlite3.Connection) -> Links:
     """Each parent log's children, as the catalog last linked them (empty if it never
     did, or its row is not one this version wrote: the next refresh links again)."""
+    return links_of(_links_row(db))
+
+
+def _links_row(db: sqlite3.Connection) -> bytes | None:
     row = db.execute("SELECT data FROM links WHERE k=0").fetchone()
-    return links_of(None if row is None else row[0])
+    return None if row is None else row[0]
 
 
 def links_of(data: bytes | None) -> Links:
@@ -210,12 +214,12 @@ def snapshot_reads(catalog: str, gen: bytes, query: str, fields: Sequence[str]) 
         db.execute("BEGIN")
         if not same_generation(db, gen):
             return None
-        row = db.execute("SELECT data FROM links WHERE k=0").fetchone()
+        links = _links_row(db)
         rows = [term_rows(db, term, fields) for term in terms]
         db.execute("COMMIT")
     finally:
         db.close()
-    return marshal.dumps((None if row is None else row[0], rows))
+    return marshal.dumps((links, rows))
 
 
 def snapshot_of(
