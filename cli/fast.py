@@ -18,6 +18,7 @@ import sys
 
 TYPE_CHECKING = False  # `typing` loads `re` and more: they wait until after the fork
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from turnline.core.search import SearchResult
@@ -97,101 +98,112 @@ def _search(args: list[str]) -> int | None:
 
     gc.disable()  # many small objects and no cycles (as `cli.main` does for search)
     try:
-        data = _answer(got)
-        if data is None:
-            return None
-        try:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        except BrokenPipeError:
-            _silence_stdout()
-            return 1
-        return 0
+        return _answer(got)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
     finally:
         gc.enable()
 
 
-def _answer(got: dict[str, Any]) -> bytes | None:
-    """The `--json` document, or None for `cli.main` to answer.
+def _answer(got: dict[str, Any]) -> int | None:
+    """Print the `--json` document and return 0, or return None for `cli.main` to
+    answer.
 
-    A catalog found current since its last write holds a fresh state (`core.fresh`).
-    Its stats start in a forked child before the query's own modules are even
-    imported. The child first makes the query's catalog reads, on a connection of its
-    own (`query.snapshot_reads`), and hands them over; this process, meanwhile, loads
-    the modules that turn them into hits (and takes chunks of the stats while it
-    waits). Both snapshots hold the same fresh state (its generation id), so they are
-    one catalog. Only when every entry still stats the same is that answer given;
-    otherwise (or with no fresh state) the catalog is brought up to date first, as
-    always. (`--include-inherited` reads more than those rows: its query runs here, on
-    the snapshot the state was read in.)"""
+    A catalog found current since its last write has a fresh state (`core.fresh`):
+    one file, of which only the header is read here, with nothing but the standard
+    library's `os`. A forked child then answers the query whole, on a connection of
+    its own, and leaves the document in a memory file (`search.snapshot_search`: only
+    from the snapshot whose `fresh` row names the state's generation, so from the
+    catalog that state describes), while this process stats the state's entries;
+    whoever is free takes the next chunk of them. Only when every entry still stats
+    the same is that document printed (copied by the kernel); otherwise (or with no
+    fresh state, or when the child had no answer) the catalog is brought up to date
+    first, as always.
+
+    (Splitting the query itself between the two processes was tried: on a virtual
+    machine whose page faults are dear, two processes loading the same modules and
+    filling their heaps at once took longer than one.)"""
     words: list[str] = got["words"]
     root = os.path.realpath(words[0])  # as `SessionRoot` resolves it
     query = " ".join(words[1:])
-    from turnline.core.fresh import FreshCheck, catalog_file, open_fresh
+    from turnline.core.fresh import FreshCheck, catalog_file, fresh_file, read_fresh
 
-    opened = open_fresh(root)
-    check = None
-    db = None
-    if opened is not None:
-        db, state, gen = opened
-        fields = got.get("--in")
-        if not got.get("--include-inherited") and hasattr(os, "memfd_create"):
-            db.close()  # no connection of ours may cross the fork (SQLite forbids it)
-            db = None
-            check = FreshCheck(state, lambda: _reads(catalog_file(root), gen, query, fields))
-        else:
-            check = FreshCheck(state)
+    catalog = catalog_file(root)
+    state = read_fresh(fresh_file(catalog), whole=False)
+    if state is not None:
+        gen = state.gen
+        with FreshCheck(state, lambda write: _document(catalog, gen, query, got, write)) as check:
+            pieces: list[bytes] = []
+            made = check.handoff() is not None
+            if not made and not check.split:  # no child could take it
+                made = _document(catalog, gen, query, got, pieces.append)
+            if check.finish() and made:
+                sys.stdout.flush()
+                out = _stdout_fd()
+                if check.split and out is not None:
+                    check.send(out)
+                    return 0
+                if check.split:
+                    pieces = [check.output()]
+                for piece in pieces:
+                    sys.stdout.buffer.write(piece)
+                sys.stdout.buffer.flush()
+                return 0
     import sqlite3
 
-    import orjson
-    from turnline.core.search import QueryError, check_options, parse_fields, parse_query, search_db
+    from turnline.core.search import QueryError, parse_fields
 
-    options: dict[str, Any] = {
-        "fields": (),
+    try:
+        result = _refreshed(root, query, _options(got, parse_fields(got.get("--in"))))
+    except (QueryError, OSError, sqlite3.Error):
+        return None  # `cli.main` says what is wrong, its own way
+    if result is None:
+        return None
+    sys.stdout.buffer.write(result.to_json())
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _stdout_fd() -> int | None:
+    """Standard output's file descriptor, or None if it has none (a replaced stream)."""
+    try:
+        return sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+        return None
+
+
+def _options(got: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """`search`'s keyword arguments for these command-line arguments."""
+    return {
+        "fields": fields,
         "include_inherited": bool(got.get("--include-inherited")),
         "session": got.get("--session"),
         "limit": got["limit"],
     }
 
-    def document(result: SearchResult) -> bytes:
-        return orjson.dumps(
-            result.to_json_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-        )
+
+def _document(
+    catalog: str, gen: bytes, query: str, got: dict[str, Any], write: Callable[[bytes], object]
+) -> bool:
+    """The forked child's task: the whole answer from the catalog the fresh state of
+    generation `gen` describes (`snapshot_search`), its `--json` document written to
+    `write`; False if that catalog is not the one the state describes, or for
+    anything that goes wrong (then this process takes the ordinary way, and
+    `cli.main` says what is wrong)."""
+    import sqlite3
+
+    from turnline.core.search import QueryError, parse_fields, snapshot_search
 
     try:
-        options["fields"] = parse_fields(got.get("--in"))
-        if check is not None:
-            answer = None
-            try:
-                terms = parse_query(query)
-                check_options(options["fields"], options["limit"])
-                if db is not None:
-                    answer = document(search_db(db, terms, **options))
-                    db.execute("COMMIT")
-                else:
-                    from turnline.core.query import snapshot_of
-
-                    data = check.handoff()
-                    if data is not None:
-                        read = snapshot_of(data, terms)
-                        answer = document(search_db(None, terms, read=read, **options))
-            finally:
-                current = check.finish()  # the document is made while the child stats
-                if db is not None:
-                    db.close()
-            if current and answer is not None:
-                return answer
-        result = _refreshed(root, query, options)
-        return None if result is None else document(result)
-    except (QueryError, orjson.JSONEncodeError, OSError, sqlite3.Error):
-        return None  # `cli.main` says what is wrong, its own way
-
-
-def _reads(catalog: str, gen: bytes, query: str, fields: str | None) -> bytes | None:
-    """The forked child's first task: the query's catalog reads (`snapshot_reads`)."""
-    from turnline.core.query import parse_fields, snapshot_reads
-
-    return snapshot_reads(catalog, gen, query, parse_fields(fields))
+        options = _options(got, parse_fields(got.get("--in")))
+        result = snapshot_search(catalog, gen, query, **options)
+    except (QueryError, OSError, sqlite3.Error):
+        return False
+    if result is None:
+        return False
+    result.write_json(write)
+    return True
 
 
 def _refreshed(root: str, query: str, options: dict[str, Any]) -> SearchResult | None:

@@ -83,7 +83,11 @@ def _print_lines(lines: Sequence[str]) -> None:
 
 def _print_json(value: Any, *, floats: bool = True) -> None:
     """Print `value` as indented JSON; `floats=False` promises it holds no float."""
-    data = _json_bytes(value, floats)
+    _print_bytes(_json_bytes(value, floats))
+
+
+def _print_bytes(data: bytes) -> None:
+    """Print UTF-8 `data` (a JSON document) as it is."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is not None:
         sys.stdout.flush()
@@ -693,7 +697,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     except CatalogError as exc:
         raise CliError("CATALOG_ERROR", str(exc)) from exc
     if args.json:
-        _print_json(result.to_json_dict())
+        _print_bytes(result.to_json())  # the very bytes `cli.fast` prints
         return 0
     lines = [_search_line(hit) for hit in result.hits]
     if result.total > len(result.hits):

@@ -15,9 +15,9 @@ whenever an entry is added, removed or renamed in it), so only the logs themselv
 are stat'ed. A folder modified within a second of the walk is recorded as unknown
 (its mtime could still change within the same clock tick), and so is a walk that
 met an error: the next check walks again. Once a refresh finds the catalog current,
-it stores those stats in one row (`core.fresh`), so the next check reads one value
-instead of two tables, and a warm search does the stats in a child process while its
-query runs.
+it stores those stats in one file beside the catalog, named by a row (`core.fresh`),
+so the next check reads one file instead of two tables, and a warm search does the
+stats in one process while its query runs in another.
 
 Each text is kept in its displayed form (`textsafe.flat_line`: one line, unsafe
 characters removed, single spaces): a query matches what a user sees, so a phrase
@@ -44,7 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from .fresh import SCHEMA, FreshState, catalog_file
+from .fresh import (
+    GEN_BYTES,
+    SCHEMA,
+    FreshState,
+    catalog_file,
+    fresh_file,
+    read_fresh,
+    write_fresh,
+)
 from .query import Links, pack_links, read_links
 
 if TYPE_CHECKING:
@@ -92,9 +100,7 @@ CREATE TABLE IF NOT EXISTS watch(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime INTEGER
 );
 
-CREATE TABLE IF NOT EXISTS fresh(
-    k INTEGER PRIMARY KEY CHECK (k = 0), state BLOB NOT NULL, gen BLOB NOT NULL
-);
+CREATE TABLE IF NOT EXISTS fresh(k INTEGER PRIMARY KEY CHECK (k = 0), gen BLOB NOT NULL);
 
 CREATE TABLE IF NOT EXISTS links(k INTEGER PRIMARY KEY CHECK (k = 0), data BLOB NOT NULL);
 
@@ -294,9 +300,9 @@ class Catalog:
     def _remove_files(self) -> None:
         if self.path == ":memory:":
             return
-        for suffix in ("", "-wal", "-shm"):
+        for name in (self.path, self.path + "-wal", self.path + "-shm", fresh_file(self.path)):
             try:
-                os.unlink(self.path + suffix)
+                os.unlink(name)
             except FileNotFoundError:
                 pass
             except OSError as exc:
@@ -404,14 +410,13 @@ class Catalog:
 
     def fresh_state(self) -> FreshState | None:
         """What the catalog was last found current against (see `FreshState`), or None
-        when it has not been found current since its last write."""
-        row = self.db.execute("SELECT state FROM fresh WHERE k=0").fetchone()
-        if row is None:
+        when it has not been found current since its last write (or its file is gone,
+        or of another generation: `changes` tells then)."""
+        row = self.db.execute("SELECT gen FROM fresh WHERE k=0").fetchone()
+        if row is None or self.path == ":memory:":
             return None
-        try:
-            return FreshState.loads(row[0])
-        except (ValueError, EOFError, TypeError):
-            return None  # not one this version wrote: `changes` tells
+        state = read_fresh(fresh_file(self.path))
+        return state if state is not None and state.gen == row[0] else None
 
     def quick_current(self) -> bool:
         """True if the catalog is current: `changes` would find nothing to do. Only
@@ -428,7 +433,9 @@ class Catalog:
         It is made of the catalog's own rows, in the same transaction: the stat each
         log had when it was read, and each folder's as the walk listed it. A folder the
         walk saw within a second of its last change (mtime -1) never matches, so no
-        state is stored while one is left. Every later write removes it (`_STALE`)."""
+        state is stored while one is left. The file is written under a new generation
+        id before the row naming it (a rollback leaves a file no row names), and every
+        later write deletes the row (`_STALE`)."""
         if self.path == ":memory:":
             return  # no other process ever reads it
         db = self.db
@@ -444,10 +451,12 @@ class Catalog:
                     " UNION ALL SELECT path, mtime, size, ino, dev FROM logs"
                 ).fetchall()
                 if any(r[0] == self.root_str for r in rows) and all(r[1] != -1 for r in rows):
-                    state = FreshState.of_rows(rows).dumps()
-                    db.execute(
-                        "INSERT OR REPLACE INTO fresh VALUES (0, ?, randomblob(8))", (state,)
-                    )
+                    gen = os.urandom(GEN_BYTES)
+                    try:
+                        write_fresh(fresh_file(self.path), rows, gen)
+                    except (OSError, OverflowError):
+                        return  # no state: the next check compares the tables instead
+                    db.execute("INSERT OR REPLACE INTO fresh VALUES (0, ?)", (gen,))
 
     # -- keeping current ---------------------------------------------------------------
 

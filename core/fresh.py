@@ -1,27 +1,26 @@
-"""Whether a root's catalog is current, told by one read and a `stat` per entry.
+"""Whether a root's catalog is current, told by one file read and a `stat` per entry.
 
 When the catalog (`core.catalog`) has just been found current, it stores its *fresh
 state*: the (mtime, size, inode, device) of every folder its last walk listed and of
 every log it holds. While each entry still stats the same, nothing changed that the
 catalog would notice: no folder gained, lost or renamed an entry (its mtime would
 differ), so a walk would find the same logs, and no log grew, shrank or was replaced.
-Any write to the catalog removes the state first, in the same transaction.
 
-Each stored state has a random generation id (`fresh.gen`): two connections that
-read the same one read the same catalog, since any write in between would have
-removed it.
+The state lives in a file beside the catalog (`fresh_file`), under a random
+generation id that the catalog's `fresh` row names too. Both are written in one of
+the catalog's write transactions (the file first), and every other write deletes the
+row in its own. So the state is the catalog's only while its row names the file's
+generation, and two connections that read that one row read the same catalog.
 
 This module is what a warm `turnline search` loads before anything else: the standard
-library's `os` and `marshal`, and `sqlite3` for `open_fresh` (not even `typing`). It
-forks the stats off to a child process (`FreshCheck`), which can also do a first task
-for the parent (the query's catalog reads), while the parent loads the rest.
+library's `os`, `marshal` and `array` (not `sqlite3`, not even `typing`). It forks the
+stats off to a child process (`FreshCheck`), which can also do a first task for the
+parent (the whole query: `core.search.snapshot_search`), while the parent stats.
 """
 
 from __future__ import annotations
 
-import marshal
 import os
-from array import array
 
 from .xdg import cache_dir_str
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 #: The catalog's schema: a catalog of another one is rebuilt.
-SCHEMA: Final = 4
+SCHEMA: Final = 5
 
 
 def _builtin_sha256() -> Any:
@@ -59,80 +58,178 @@ def catalog_file(resolved_root: str) -> str:
     return os.path.join(cache_dir_str(), f"catalog-{key}.sqlite")
 
 
-#: Entries per chunk a `FreshCheck` hands out, and the most chunks it makes.
+def fresh_file(catalog: str) -> str:
+    """Where the fresh state of the catalog at path `catalog` lives (`write_fresh`)."""
+    return catalog.removesuffix(".sqlite") + ".fresh"
+
+
+#: The length of a generation id (random bytes).
+GEN_BYTES: Final = 8
+#: Entries per chunk of a state (at least), and the most chunks a state has.
 CHECK_CHUNK: Final = 256
 CHECK_CHUNKS: Final = 4096
+#: A fresh-state file starts so.
+MAGIC: Final = b"turnline-fresh\n\0"
+#: The header after it: schema, entries per chunk, entries (native 64-bit integers),
+#: and the generation id.
+_HEADER: Final = len(MAGIC) + 3 * 8 + GEN_BYTES
 
 
 class FreshState:
     """The (mtime, size, inode, device) of every folder the catalog's last walk listed
-    and of every log it holds, as they were when it was last found current. While each
-    entry still stats the same, `changes` would find nothing: no folder gained or lost
-    an entry, so the walk would find the same logs, and no log changed. This is the
-    very comparison `changes` makes, minus reading its tables row by row.
+    and of every log it holds, as they were when it was last found current, under a
+    generation id. While each entry still stats the same, `changes` would find
+    nothing: no folder gained or lost an entry, so the walk would find the same logs,
+    and no log changed. This is the very comparison `changes` makes, minus reading its
+    tables row by row.
 
-    Stored as three byte strings (the paths joined by NUL, which no path holds; the
-    (mtime, size) pairs as signed and the (inode, device) pairs as unsigned 64-bit
-    integers), so loading it is a copy, not 20,000 objects per 10,000 sessions.
+    It is kept as its file's bytes (`state_bytes`): a header, the offset of each chunk,
+    then the chunks. A chunk is the stats of up to `size` entries, as (mtime, size,
+    inode, device) in native 64-bit integers, then their paths, joined by NUL (which
+    no path holds). A check reads and splits only the chunks it stats, one read each
+    (`os.pread` when the state is an open file), so loading a state costs nothing per
+    entry, and two processes sharing a check share that cost too. (Read through
+    `memoryview.cast`: the `array` module would cost a warm search a load.)
 
     Attributes:
-        paths: The entries, folders first (file-system bytes).
-        times: (mtime_ns, size) of each entry, flat.
-        ids: (inode, device) of each entry, flat.
+        gen: The generation id.
+        entries: How many entries it has.
+        size: Entries per chunk (the last chunk may have fewer).
+        chunks: How many chunks it has.
     """
 
-    __slots__ = ("ids", "paths", "times")
+    __slots__ = ("chunks", "data", "entries", "fd", "gen", "offsets", "size")
 
-    def __init__(self, paths: list[bytes], times: array[int], ids: array[int]) -> None:
-        self.paths = paths
-        self.times = times
-        self.ids = ids
-
-    @classmethod
-    def of_rows(cls, rows: list[tuple[str, int, int, int, int]]) -> FreshState:
-        """The state of (path, mtime_ns, size, inode, device) rows."""
-        times = array("q")
-        ids = array("Q")
-        for _path, mtime, size, ino, dev in rows:
-            times.extend((mtime, size))
-            ids.extend((ino, dev))
-        return cls([os.fsencode(r[0]) for r in rows], times, ids)
-
-    @classmethod
-    def loads(cls, data: bytes) -> FreshState:
-        """The state `dumps` made (ValueError, EOFError or TypeError if it is not one)."""
-        names, times_bytes, ids_bytes = marshal.loads(data)
-        times = array("q")
-        times.frombytes(times_bytes)
-        ids = array("Q")
-        ids.frombytes(ids_bytes)
-        paths = names.split(b"\0") if names else []
-        if len(times) != 2 * len(paths) or len(ids) != 2 * len(paths):
+    def __init__(self, head: bytes, data: bytes | None, fd: int, end: int) -> None:
+        """A state from its file's first bytes `head` (the header and chunk offsets at
+        least), and either all of them (`data`) or an open file `fd` of `end` bytes.
+        Raises ValueError unless they are a state this version wrote."""
+        if head[: len(MAGIC)] != MAGIC or len(head) < _HEADER:
+            raise ValueError("not a fresh state")
+        schema, size, entries = memoryview(head)[len(MAGIC) : _HEADER - GEN_BYTES].cast("q")
+        if schema != SCHEMA or size < 1 or entries < 0:
+            raise ValueError("a fresh state of another version")
+        chunks = -(-entries // size)
+        table = head[_HEADER : _HEADER + 8 * (chunks + 1)]
+        if len(table) != 8 * (chunks + 1):
+            raise ValueError("a fresh state cut short")
+        offsets = memoryview(table).cast("q").tolist()
+        if offsets[0] != _HEADER + len(table) or offsets[-1] != end or offsets != sorted(offsets):
             raise ValueError("a fresh state of mismatched parts")
-        return cls(paths, times, ids)
+        self.gen = head[_HEADER - GEN_BYTES : _HEADER]
+        self.entries, self.size, self.chunks = entries, size, chunks
+        self.offsets, self.data, self.fd = offsets, data, fd
 
-    def dumps(self) -> bytes:
-        """The state as one byte string."""
-        return marshal.dumps((b"\0".join(self.paths), self.times.tobytes(), self.ids.tobytes()))
+    @classmethod
+    def of_bytes(cls, data: bytes) -> FreshState:
+        """The state of a file's whole bytes (ValueError if they are not one)."""
+        return cls(data, data, -1, len(data))
 
-    def holds(self, start: int, end: int) -> bool:
-        """True if entries `start` to `end` (excluded) all stat as recorded."""
-        times = array("q")
-        ids = array("Q")
-        time_of, id_of = times.append, ids.append
-        try:
-            for st in map(os.stat, self.paths[start:end]):
-                time_of(st.st_mtime_ns)
-                time_of(st.st_size)
-                id_of(st.st_ino)
-                id_of(st.st_dev)
-        except (OSError, OverflowError):
+    def chunk(self, k: int) -> bytes:
+        """Chunk `k`'s bytes (short if its file was cut since)."""
+        start, end = self.offsets[k], self.offsets[k + 1]
+        if self.data is not None:
+            return self.data[start:end]
+        return os.pread(self.fd, end - start, start)
+
+    def holds(self, k: int) -> bool:
+        """True if every entry of chunk `k` stats as recorded."""
+        n = min(self.size, self.entries - k * self.size)
+        record = self.chunk(k)
+        paths = record[32 * n :].split(b"\0")
+        if len(paths) != n:
             return False
-        return times == self.times[2 * start : 2 * end] and ids == self.ids[2 * start : 2 * end]
+        got: list[int] = []
+        add = got.append
+        try:
+            for st in map(os.stat, paths):
+                add(st.st_mtime_ns)
+                add(st.st_size)
+                add(st.st_ino)
+                add(st.st_dev)
+        except OSError:
+            return False
+        return got == memoryview(record)[: 32 * n].cast("q").tolist()
 
     def check(self) -> bool:
         """True if every entry stats as recorded."""
-        return self.holds(0, len(self.paths))
+        return all(self.holds(k) for k in range(self.chunks))
+
+    def paths(self) -> list[bytes]:
+        """Every entry's path (file-system bytes), folders first."""
+        out: list[bytes] = []
+        for k in range(self.chunks):
+            n = min(self.size, self.entries - k * self.size)
+            out += self.chunk(k)[32 * n :].split(b"\0")
+        return out
+
+
+def state_bytes(rows: list[tuple[str, int, int, int, int]], gen: bytes) -> bytes:
+    """The file of the state of (path, mtime_ns, size, inode, device) rows, under
+    generation id `gen` (OverflowError for a stat that 64 signed bits cannot hold)."""
+    from array import array
+
+    entries = len(rows)
+    size = max(CHECK_CHUNK, -(-entries // CHECK_CHUNKS))
+    records: list[bytes] = []
+    for a in range(0, entries, size):
+        stats = array("q")
+        part = rows[a : a + size]
+        for _path, mtime, length, ino, dev in part:
+            stats.extend((mtime, length, ino, dev))
+        names = b"\0".join(os.fsencode(r[0]) for r in part)
+        records.append(stats.tobytes() + names)
+    at = _HEADER + 8 * (len(records) + 1)
+    offsets = array("q", [at])
+    for record in records:
+        at += len(record)
+        offsets.append(at)
+    head = MAGIC + array("q", [SCHEMA, size, entries]).tobytes() + gen
+    return head + offsets.tobytes() + b"".join(records)
+
+
+def write_fresh(path: str, rows: list[tuple[str, int, int, int, int]], gen: bytes) -> None:
+    """Publish the state of `rows` (`state_bytes`) under generation `gen` as the file
+    `path`, atomically (a temporary file in the same folder, then renamed over it).
+    Raises OSError (or OverflowError)."""
+    import contextlib  # (the catalog's writers have it loaded already)
+
+    data = state_bytes(rows, gen)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_fresh(path: str, whole: bool = True) -> FreshState | None:
+    """The state in the file `path` (`write_fresh`), or None if there is none or it is
+    not one this version wrote. Whose state it is, only the catalog's `fresh` row can
+    say (`same_generation`). `whole=False` reads only its header and chunk table now
+    and keeps the file open for the chunks (a warm search: each of its processes then
+    reads only the chunks it stats); the open file lasts as long as the process."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        end = os.fstat(fd).st_size
+        if whole:
+            data = os.read(fd, end)
+            return FreshState(data, data, -1, len(data))
+        head = os.pread(fd, _HEADER + 8 * (CHECK_CHUNKS + 1), 0)
+        state = FreshState(head, None, fd, end)
+        fd = -1  # the state's now
+        return state
+    except (OSError, ValueError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 class FreshCheck:
@@ -146,31 +243,36 @@ class FreshCheck:
     here and reads that verdict. Where a fork is not possible it all happens in
     `finish`. Only for a process with no other threads (the fork copies just this one).
 
-    `task`: work the child does first, for the parent, whose bytes (or None) `handoff`
-    returns (through an anonymous memory file: Linux; elsewhere there is no task, and
-    `handoff` returns None). It must not use a database connection of the parent's
-    (SQLite forbids it): the parent should have none open at the fork.
+    `task`: work the child does first, for the parent. It writes its output with the
+    function it is given and returns True, or returns False for no output. The output
+    goes to an anonymous memory file (Linux; elsewhere no child takes the task, `split`
+    is False, and `handoff` returns None), which `output` reads and `send` copies. The
+    task must not use a database connection of the parent's (SQLite forbids it): the
+    parent should have none open at the fork.
+
+    Used as a context manager: its files are closed, and its child reaped, at the end.
     """
 
-    def __init__(self, state: FreshState, task: Callable[[], bytes | None] | None = None) -> None:
+    def __init__(
+        self, state: FreshState, task: Callable[[Callable[[bytes], object]], bool] | None = None
+    ) -> None:
         self.state = state
-        n = len(state.paths)
-        size = max(CHECK_CHUNK, -(-n // CHECK_CHUNKS))
-        self.bounds = [(a, min(a + size, n)) for a in range(0, n, size)]
         self.pid = 0
         self.verdict = -1
         self.memo = -1
         self.held = True
-        self.pending = False  # a task's bytes wait for `handoff`
+        self.pending = False  # a task's output waits for `handoff`
+        self.size = 0  # of the task's output
+        self.split = False  # the task went to a child
         tokens, filling = os.pipe()
         try:
-            os.write(filling, b"".join(k.to_bytes(2, "little") for k in range(len(self.bounds))))
+            os.write(filling, b"".join(k.to_bytes(2, "little") for k in range(state.chunks)))
         finally:
             os.close(filling)
         self.tokens = tokens
         fork = getattr(os, "fork", None)
         memfd = getattr(os, "memfd_create", None)
-        if fork is None or (len(self.bounds) < 2 and task is None):
+        if fork is None or (state.chunks < 2 and task is None):
             return
         if task is not None and memfd is not None:
             try:
@@ -195,24 +297,21 @@ class FreshCheck:
             finally:
                 os._exit(0)
         os.close(telling)
-        self.pid, self.verdict, self.pending = pid, verdict, task is not None
+        self.pid, self.verdict = pid, verdict
+        self.pending = self.split = task is not None
 
-    def _hand(self, task: Callable[[], bytes | None]) -> bool:
-        """Run `task` here (the child) and leave its bytes in the memory file."""
+    def _hand(self, task: Callable[[Callable[[bytes], object]], bool]) -> bool:
+        """Run `task` here (the child), its output going to the memory file."""
         try:
-            data = task()
+            with open(self.memo, "wb", buffering=1 << 16, closefd=False) as out:
+                return task(out.write)
         except Exception:
             return False
-        if data is None:
-            return False
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.memo, view) :]
-        return True
 
-    def handoff(self) -> bytes | None:
-        """The bytes of the child's task; None if there was none or it had none. While
-        the child works on it, this process takes chunks of the stats."""
+    def handoff(self) -> int | None:
+        """The size of the child's task's output, once it is made (`output`, `send`);
+        None if there was no task or it had no output. While the child works on it,
+        this process takes chunks of the stats."""
         if self.pid == 0 or not self.pending:
             return None
         import select
@@ -225,23 +324,53 @@ class FreshCheck:
             if not took:
                 self.held = False
                 break
-        told = os.read(self.verdict, 1)
-        if told != b"t":
-            os.close(self.memo)
+        if os.read(self.verdict, 1) != b"t":
             return None
+        self.size = os.fstat(self.memo).st_size
+        return self.size
+
+    def output(self) -> bytes:
+        """The output `handoff` told of."""
+        parts: list[bytes] = []
+        at = 0
+        while at < self.size:
+            part = os.pread(self.memo, self.size - at, at)
+            if not part:
+                raise OSError(f"the task's output was cut short at {at} of {self.size} bytes")
+            parts.append(part)
+            at += len(part)
+        return b"".join(parts)
+
+    def send(self, out: int) -> None:
+        """Copy the output `handoff` told of to the file descriptor `out`, in the
+        kernel where it can (`os.sendfile`). Raises OSError (BrokenPipeError...)."""
+        import errno
+
+        at = 0
         try:
-            size = os.fstat(self.memo).st_size
-            parts: list[bytes] = []
-            at = 0
-            while at < size:
-                part = os.pread(self.memo, size - at, at)
-                if not part:
-                    return None  # cut short: the parent does the task itself
-                parts.append(part)
-                at += len(part)
-            return b"".join(parts)
-        finally:
-            os.close(self.memo)
+            while at < self.size:
+                sent = os.sendfile(out, self.memo, at, self.size - at)
+                if sent == 0:
+                    raise OSError(f"the task's output was cut short at {at} of {self.size} bytes")
+                at += sent
+        except OSError as exc:
+            if at or exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            view = memoryview(self.output())  # no sendfile here: the plain way
+            while view:
+                view = view[os.write(out, view) :]
+
+    def __enter__(self) -> FreshCheck:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for fd in (self.memo, self.tokens, self.verdict):
+            if fd >= 0:
+                os.close(fd)
+        self.memo = self.tokens = self.verdict = -1
+        if self.pid:
+            os.waitpid(self.pid, 0)
+            self.pid = 0
 
     def _take(self) -> bool | None:
         """Stat the next chunk: whether it held, or None when none is left. After a
@@ -249,8 +378,7 @@ class FreshCheck:
         token = os.read(self.tokens, 2)
         if not token:
             return None
-        start, end = self.bounds[int.from_bytes(token, "little")]
-        if self.state.holds(start, end):
+        if self.state.holds(int.from_bytes(token, "little")):
             return True
         while os.read(self.tokens, 1 << 16):
             pass
@@ -270,47 +398,21 @@ class FreshCheck:
             held = self.held and self._drain()
         finally:
             os.close(self.tokens)
+            self.tokens = -1
         if not self.pid:
             return held
         try:
             told = os.read(self.verdict, 1)
         finally:
             os.close(self.verdict)
+            self.verdict = -1
             os.waitpid(self.pid, 0)
+            self.pid = 0
         return held and told == b"1"
 
 
-def open_fresh(resolved_root: str) -> tuple[sqlite3.Connection, FreshState, bytes] | None:
-    """The root's catalog, opened inside a read transaction (`BEGIN`: every later read
-    sees the same snapshot until `COMMIT`), with its fresh state and that state's
-    generation id; None, having created and changed nothing, when there is no catalog,
-    it is of another schema, it holds no fresh state, or it cannot be read (the caller
-    takes the ordinary way then)."""
-    import sqlite3
-
-    path = catalog_file(resolved_root)
-    if not os.path.exists(path):
-        return None
-    db = None
-    try:
-        db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-        db.execute("PRAGMA busy_timeout=5000")
-        db.execute("BEGIN")
-        row = db.execute(
-            "SELECT (SELECT value FROM meta WHERE key='schema'), state, gen FROM fresh WHERE k=0"
-        ).fetchone()
-        if row is None or row[0] != str(SCHEMA) or not isinstance(row[2], bytes):
-            db.close()
-            return None
-        return db, FreshState.loads(row[1]), row[2]
-    except (sqlite3.Error, ValueError, EOFError, TypeError):
-        if db is not None:
-            db.close()
-        return None
-
-
 def same_generation(db: sqlite3.Connection, gen: bytes) -> bool:
-    """True if `db`'s snapshot holds the fresh state of generation `gen` (so it is the
-    catalog of that state: any write since would have removed it)."""
+    """True if `db`'s snapshot names generation `gen` in its `fresh` row (so it is the
+    catalog of the state of that generation: any write since would have removed it)."""
     row = db.execute("SELECT gen FROM fresh WHERE k=0").fetchone()
     return row is not None and row[0] == gen

@@ -6,9 +6,7 @@ substring, so text without spaces such as Chinese is found), `"a phrase"` (the
 words in that order), `prefix*` (a word starting so).
 
 This module loads only the standard library's `re` and `unicodedata` (and `typing`
-for its classes), so a warm `turnline search` can parse its query and start the
-catalog's reads (`term_rows`, in a forked child: `cli.fast`) before it has loaded
-anything else.
+for its classes).
 """
 
 from __future__ import annotations
@@ -17,19 +15,19 @@ import marshal
 import re
 import unicodedata
 from array import array
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
 #: The fields a document can be of (the catalog's `docs.field`).
 FIELDS: Final = ("user", "assistant", "reasoning", "tool")
 DEFAULT_FIELDS: Final = ("user", "assistant")
 
 #: A document row as `term_rows` returns it: (log, turn, seq, field, text), then its
-#: log's (path, session, title, seed, created).
-LOG_COLUMNS: Final = "l.path, l.session, l.title, l.seed, l.created"
+#: log's (path, session, title, created).
+LOG_COLUMNS: Final = "l.path, l.session, l.title, l.created"
 
 
 class QueryError(ValueError):
@@ -114,8 +112,9 @@ def _casefold_contains(text: object, needle: object) -> bool:
 
 def term_rows(
     db: sqlite3.Connection, term: Term, fields: Sequence[str]
-) -> list[tuple[object, ...]]:
-    """The catalog's documents of `fields` that may hold `term` (`LOG_COLUMNS` rows): the
+) -> Iterator[tuple[Any, ...]]:
+    """The catalog's documents of `fields` that may hold `term` (`LOG_COLUMNS` rows), as
+    a cursor (a common word's rows are many: they are taken one at a time): the
     full-text index narrows them, the search's own rule decides (`core.search`)."""
     marks = ",".join("?" * len(fields))
     needle = term.text
@@ -125,14 +124,14 @@ def term_rows(
             "JOIN docs d ON d.rowid = fts.rowid JOIN logs l ON l.id = d.log "
             f"WHERE fts MATCH ? AND d.field IN ({marks})",
             (_fts_literal(needle), *fields),
-        ).fetchall()
+        )
     # Trigrams cannot match under three characters: a folded substring scan.
     db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)
     return db.execute(
         f"SELECT d.log, d.turn, d.seq, d.field, d.text, {LOG_COLUMNS} FROM docs d "
         f"JOIN logs l ON l.id = d.log WHERE d.field IN ({marks}) AND tl_contains(d.text, ?)",
         (*fields, needle.casefold()),
-    ).fetchall()
+    )
 
 
 #: Parent log id -> its children as (child log id, seed length; -1 for none).
@@ -192,39 +191,3 @@ def links_of(data: bytes | None) -> Links:
         else:
             got.append((child, seed))
     return out
-
-
-def snapshot_reads(catalog: str, gen: bytes, query: str, fields: Sequence[str]) -> bytes | None:
-    """Every catalog read a search of `query` makes (`term_rows` of each term, in
-    `search_order`, and the `links` row), from a connection of its own, as one
-    `marshal` value; None unless the catalog still holds the fresh state of generation
-    `gen` (the snapshot the caller's answer is checked against), or if the query does
-    not parse. A warm `turnline search` runs this in its forked child (`cli.fast`)."""
-    import sqlite3
-
-    from .fresh import same_generation
-
-    try:
-        terms = search_order(parse_query(query))
-    except QueryError:
-        return None
-    db = sqlite3.connect(catalog, timeout=5.0, isolation_level=None)
-    try:
-        db.execute("PRAGMA busy_timeout=5000")
-        db.execute("BEGIN")
-        if not same_generation(db, gen):
-            return None
-        links = _links_row(db)
-        rows = [term_rows(db, term, fields) for term in terms]
-        db.execute("COMMIT")
-    finally:
-        db.close()
-    return marshal.dumps((links, rows))
-
-
-def snapshot_of(
-    data: bytes, terms: Sequence[Term]
-) -> tuple[Links, dict[Term, list[tuple[object, ...]]]]:
-    """The links and each term's rows of `snapshot_reads`'s bytes (for the same query)."""
-    links, rows = marshal.loads(data)
-    return links_of(links), dict(zip(search_order(terms), rows, strict=True))

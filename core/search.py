@@ -27,7 +27,7 @@ from .textsafe import flat_line, one_line
 if TYPE_CHECKING:
     import re
     import sqlite3
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from pathlib import Path
 
     from .catalog import Catalog, Progress
@@ -47,10 +47,13 @@ __all__ = [
     "parse_query",
     "search",
     "search_db",
+    "snapshot_search",
     "snippet_of",
 ]
 
 SNIPPET: Final = 96
+#: How much of the catalog a search reads through a memory map.
+MMAP_BYTES: Final = 1 << 30
 MARK_OPEN: Final = "«"
 MARK_CLOSE: Final = "»"
 
@@ -110,15 +113,136 @@ class Hit(NamedTuple):
         return out
 
 
-class SearchResult(NamedTuple):
-    """Hits (newest first, cut to the limit) and the total before the cut."""
+#: A matched turn's first document: (seq, field, text, and where the term is first in
+#: its lower-case form when the text is ASCII and the term a literal; else -1).
+_Doc = tuple[int, str, str, int]
+#: A hit before its snippet is cut: its sort key (-created, path, -turn), its log, its
+#: turn, its first document, how many inherit it, and the producer's log (-1: none).
+_Found = tuple[int, str, int, int, int, _Doc, int, int]
 
-    hits: list[Hit]
-    total: int
+
+class SearchResult:
+    """Hits (newest first, cut to the limit) and the total before the cut.
+
+    A common word makes thousands of hits, and cutting their snippets is most of a
+    query's cost: `hits` cuts them when first asked for, and `write_json` writes the
+    `--json` document straight from the matches, with no `Hit` made at all.
+
+    Attributes:
+        total: How many hits there are before the limit.
+    """
+
+    __slots__ = ("_found", "_hits", "_logs", "_terms", "total")
+
+    def __init__(
+        self,
+        found: list[_Found],
+        total: int,
+        logs: dict[int, tuple[Any, ...]],
+        terms: Sequence[Term],
+    ) -> None:
+        self._found, self.total, self._logs, self._terms = found, total, logs, terms
+        self._hits: list[Hit] | None = None
+
+    @property
+    def hits(self) -> list[Hit]:
+        """The hits, newest first."""
+        if self._hits is None:
+            self._hits = list(self._made())
+        return self._hits
+
+    def _made(self) -> Iterator[Hit]:
+        logs = self._logs
+        snippet = _Snippets(self._terms)
+        for _c, path, _t, log, turn, doc, inherited_by, producer in self._found:
+            _path, session_id, title, created = logs[log]
+            shown, spans = snippet.cut(doc)
+            yield Hit(
+                session_id,
+                path,
+                title,
+                turn,
+                doc[0],
+                doc[1],
+                shown,
+                spans,
+                inherited_by,
+                None if producer < 0 else logs[producer][1],
+                created or 0,
+            )
 
     def to_json_dict(self) -> dict[str, Any]:
         """The `--json` document."""
         return {"hits": [h.to_json_dict() for h in self.hits], "total": self.total}
+
+    def to_json(self) -> bytes:
+        """The `--json` document as the CLI prints it (`write_json`)."""
+        parts: list[bytes] = []
+        self.write_json(parts.append)
+        return b"".join(parts)
+
+    def write_json(self, write: Callable[[bytes], object]) -> None:
+        """Write the `--json` document, in pieces, to `write`: exactly `json.dumps(
+        self.to_json_dict(), ensure_ascii=False, indent=2)` and a newline, in UTF-8 (a
+        lone surrogate, which UTF-8 cannot hold, as its JSON escape), each string
+        escaped by the standard library's own (C) encoder. Written here, not by `json`
+        or orjson: `json`'s indented layout is Python code (slow for thousands of
+        hits), and loading orjson costs a warm query more than this does."""
+        try:  # the C encoder `json.encoder` takes (loading `json` costs a warm query more)
+            from _json import encode_basestring as q
+        except ImportError:
+            from json.encoder import encode_basestring as q
+
+        logs = self._logs
+        cut = _Snippets(self._terms).shown
+        fields: dict[str, str] = {}
+        pieces = ['{\n  "hits": [']
+        add = pieces.append
+        sep = "\n"
+        # (turn, seq and inheritedBy are ints: as `json` writes them, `str` does)
+        for _c, path, _t, log, turn, doc, by, producer in self._found:
+            field = fields.get(doc[1])
+            if field is None:
+                field = fields[doc[1]] = q(doc[1])
+            tail = "" if producer < 0 else f',\n      "inheritedFrom": {q(logs[producer][1])}'
+            add(
+                f'{sep}    {{\n      "session": {q(logs[log][1])},\n      "path": {q(path)},\n'
+                f'      "turn": {turn},\n      "seq": {doc[0]},\n      "field": {field},\n'
+                f'      "snippet": {q(cut(doc))},\n      "inheritedBy": {by}{tail}\n    }}'
+            )
+            sep = ",\n"
+            if len(pieces) == 64:  # encoded a few at a time: fewer calls, little memory
+                write("".join(pieces).encode("utf-8", "backslashreplace"))
+                pieces.clear()
+        close = "\n  ]" if self._found else "]"
+        add(f'{close},\n  "total": {self.total}\n}}\n')
+        write("".join(pieces).encode("utf-8", "backslashreplace"))
+
+
+class _Snippets:
+    """Cuts the snippets of one query's hits (`line_snippet`, with each document's
+    first match found already where it could be: `_Doc`)."""
+
+    __slots__ = ("literal", "patterns")
+
+    def __init__(self, terms: Sequence[Term]) -> None:
+        self.patterns = [t.pattern() for t in terms]
+        self.literal = terms[0].literal() if len(terms) == 1 else None
+
+    def cut(self, doc: _Doc) -> tuple[str, tuple[tuple[int, int], ...]]:
+        """The snippet of a hit's first document, and the match spans in it."""
+        literal = self.literal
+        if literal is not None and doc[3] >= 0:
+            return _literal_snippet(doc[2], literal, SNIPPET, first=doc[3])
+        return line_snippet(doc[2], self.patterns, literal=literal)
+
+    def shown(self, doc: _Doc) -> str:
+        """`cut`'s snippet alone (the spans are not looked for)."""
+        if self.literal is None or doc[3] < 0:
+            return self.cut(doc)[0]
+        line = doc[2]
+        start, end = _literal_window(len(line), doc[3], SNIPPET)
+        return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
 
 
 def snippet_of(
@@ -164,17 +288,9 @@ def _literal_snippet(
         first = folded.find(literal)
         if first < 0:
             return one_line(line, width), ()
-    n = len(line)
-    start = first - width // 3
-    if start < 0:
-        start = 0
-    end = start + width
-    if end > n:
-        end = n
-        start = n - width if n > width else 0
-    lead = "…" if start > 0 else ""
-    shown = lead + line[start:end] + ("…" if end < n else "")
-    shift = len(lead) - start
+    start, end = _literal_window(len(line), first, width)
+    shown = _ellipsized(line, start, end)
+    shift = (start > 0) - start
     size = len(literal)
     spans = [(first + shift, first + size + shift)] if first + size <= end else []
     at = folded.find(literal, first + size, end)
@@ -184,10 +300,21 @@ def _literal_snippet(
     return shown, tuple(spans)
 
 
-#: A matched turn's first document: (seq, field, text, then, when the text is ASCII
-#: and the term a literal, its lower-case form and where the term is first in it;
-#: else None and -1).
-_Doc = tuple[int, str, str, "str | None", int]
+def _literal_window(n: int, first: int, width: int) -> tuple[int, int]:
+    """Where `_literal_snippet` cuts a line of `n` characters whose match is at `first`."""
+    start = first - width // 3
+    if start < 0:
+        start = 0
+    end = start + width
+    if end > n:
+        end = n
+        start = n - width if n > width else 0
+    return start, end
+
+
+def _ellipsized(line: str, start: int, end: int) -> str:
+    """`line[start:end]`, with an ellipsis on each side where text was cut off."""
+    return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
 
 
 def _term_docs(
@@ -202,11 +329,9 @@ def _term_docs(
     get = out.get
     for row in rows:
         text = row[4]
-        folded = None
         first = -1
         if literal is not None and text.isascii():
-            folded = text.lower()
-            first = folded.find(literal)
+            first = text.lower().find(literal)
             if first < 0:
                 continue
         elif found(text) is None:
@@ -214,11 +339,11 @@ def _term_docs(
         key = (row[0], row[1])
         got = get(key)
         if got is None:
-            out[key] = (row[2], row[3], text, folded, first)
+            out[key] = (row[2], row[3], text, first)
             if row[0] not in logs:
                 logs[row[0]] = row[5:]
         elif row[2] < got[0]:
-            out[key] = (row[2], row[3], text, folded, first)
+            out[key] = (row[2], row[3], text, first)
     return out
 
 
@@ -271,34 +396,70 @@ def check_options(fields: Sequence[str], limit: int | None) -> None:
             raise QueryError(f"unknown field {f}")
 
 
+def snapshot_search(
+    catalog: str,
+    gen: bytes,
+    query: str,
+    *,
+    fields: Sequence[str] = DEFAULT_FIELDS,
+    include_inherited: bool = False,
+    session: str | None = None,
+    limit: int | None = None,
+) -> SearchResult | None:
+    """`search` without a refresh, on a connection of its own to the catalog file
+    `catalog`, in one read transaction; None unless that snapshot's `fresh` row names
+    generation `gen` (it is then the catalog that the fresh state of `gen` describes:
+    `core.fresh`). A warm `turnline search` runs it in its forked child while it
+    checks that state (`cli.fast`).
+
+    Raises:
+        QueryError: The query or an option is malformed.
+        sqlite3.Error: The catalog cannot be read.
+    """
+    import sqlite3
+
+    from .fresh import same_generation
+
+    terms = parse_query(query)
+    check_options(fields, limit)
+    db = sqlite3.connect(catalog, timeout=5.0, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=5000")
+        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # pages mapped, not read one by one
+        db.execute("BEGIN")
+        if not same_generation(db, gen):
+            return None
+        result = search_db(
+            db,
+            terms,
+            fields=fields,
+            include_inherited=include_inherited,
+            session=session,
+            limit=limit,
+        )
+        db.execute("COMMIT")
+        return result
+    finally:
+        db.close()
+
+
 def search_db(
-    db: sqlite3.Connection | None,
+    db: sqlite3.Connection,
     terms: Sequence[Term],
     *,
     fields: Sequence[str] = DEFAULT_FIELDS,
     include_inherited: bool = False,
     session: str | None = None,
     limit: int | None = None,
-    read: tuple[Links, Mapping[Term, Sequence[tuple[Any, ...]]]] | None = None,
 ) -> SearchResult:
     """`search` on a catalog's connection as it is (no refresh; a read transaction
-    makes every read one snapshot), for parsed `terms` and checked options.
-
-    `read`: the links and each term's `term_rows`, read already in one snapshot
-    (`query.snapshot_reads`: a warm `turnline search` reads them in its forked child
-    while it loads this module); `db` may be None then, unless `include_inherited`."""
+    makes every read one snapshot), for parsed `terms` and checked options."""
     from .query import read_links
-
-    def rows_of(term: Term) -> Sequence[tuple[Any, ...]]:
-        if read is not None:
-            return read[1][term]
-        assert db is not None
-        return term_rows(db, term, fields)
 
     logs: dict[int, tuple[Any, ...]] = {}
     matched: dict[tuple[int, int], _Doc] | None = None
     for term in search_order(terms):
-        docs = _term_docs(rows_of(term), term, logs)
+        docs = _term_docs(term_rows(db, term, fields), term, logs)
         if matched is None:
             matched = docs
         else:
@@ -308,61 +469,31 @@ def search_db(
                 if k in matched
             }
         if not matched:
-            return SearchResult([], 0)
+            return SearchResult([], 0, logs, terms)
     assert matched is not None
-    if read is not None:
-        links = read[0]
-    else:
-        assert db is not None
-        links = read_links(db)
+    links = read_links(db)
     if include_inherited and links:
-        assert db is not None
         _add_descendants(db, logs, {log for log, _turn in matched}, links)
     # Each hit as (sort key..., log, turn, first doc, heirs, producer) first; the
     # snippets (most of a hit's cost) only for those kept.
-    found: list[tuple[int, str, int, int, int, _Doc, int, int]] = []
+    found: list[_Found] = []
     add = found.append
     for (log, turn), first in matched.items():
         entry = logs[log]
         heirs = _heirs(log, first[0], links) if log in links else ()
-        add((-(entry[4] or 0), entry[0], -turn, log, turn, first, len(heirs), -1))
+        add((-(entry[3] or 0), entry[0], -turn, log, turn, first, len(heirs), -1))
         if include_inherited:
             for heir in heirs:
                 e = logs[heir]
                 inherited = len(_heirs(heir, first[0], links)) if heir in links else 0
-                add((-(e[4] or 0), e[0], -turn, heir, turn, first, inherited, log))
+                add((-(e[3] or 0), e[0], -turn, heir, turn, first, inherited, log))
     if session is not None:
         found = [h for h in found if logs[h[3]][1].startswith(session) or h[1] == session]
     found.sort()  # newest first, then by path, latest turn first (each (path, turn) once)
     total = len(found)
     if limit is not None:
         del found[limit:]
-    patterns = [t.pattern() for t in terms]
-    literal = terms[0].literal() if len(terms) == 1 else None
-    hits: list[Hit] = []
-    keep = hits.append
-    for _c, path, _t, log, turn, (seq, field, text, folded, at), inherited_by, producer in found:
-        _path, session_id, title, _seed, created = logs[log]
-        if literal is not None and folded is not None:
-            shown, spans = _literal_snippet(text, literal, SNIPPET, folded, at)
-        else:
-            shown, spans = line_snippet(text, patterns, literal=literal)
-        keep(
-            Hit(
-                session_id,
-                path,
-                title,
-                turn,
-                seq,
-                field,
-                shown,
-                spans,
-                inherited_by,
-                None if producer < 0 else logs[producer][1],
-                created or 0,
-            )
-        )
-    return SearchResult(hits, total)
+    return SearchResult(found, total, logs, terms)
 
 
 def _window(

@@ -192,10 +192,14 @@ def test_front_door_answers_as_the_full_cli(root: Path, tmp_path: Path, argv: li
     ],
 )
 def test_a_warm_front_door_answers_from_the_childs_reads(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+    root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    argv: list[str],
 ) -> None:
-    """With a fresh state, the front door's answer is made of the rows its forked child
-    read (`FreshCheck.handoff`), and is the full CLI's answer byte for byte."""
+    """With a fresh state, the front door prints the document its forked child made
+    (`FreshCheck.handoff`), and it is the full CLI's answer byte for byte."""
     from turnline.cli import fast
     from turnline.core.fresh import FreshCheck
 
@@ -207,10 +211,10 @@ def test_a_warm_front_door_answers_from_the_childs_reads(
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     full = _console(["search", *args], env, front=False)
     assert full[0] == 0
-    handed: list[bytes | None] = []
+    handed: list[int | None] = []
     real = FreshCheck.handoff
 
-    def spy(self: FreshCheck) -> bytes | None:
+    def spy(self: FreshCheck) -> int | None:
         got = real(self)
         handed.append(got)
         return got
@@ -218,9 +222,10 @@ def test_a_warm_front_door_answers_from_the_childs_reads(
     monkeypatch.setattr(FreshCheck, "handoff", spy)
     parsed = fast._parse(args)
     assert parsed is not None
-    answer = fast._answer(parsed)
-    assert answer is not None and answer.decode() == full[1]
-    assert len(handed) == 1 and handed[0]  # the child's reads made it
+    capfd.readouterr()
+    assert fast._answer(parsed) == 0
+    assert capfd.readouterr().out == full[1]
+    assert handed == [len(full[1].encode())]  # the child's document, sent as it is
 
 
 def test_front_door_loads_no_log_reader(root: Path, tmp_path: Path) -> None:

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 from turnline.core.catalog import Catalog
-from turnline.core.fresh import CHECK_CHUNK, FreshCheck, FreshState, open_fresh
+from turnline.core.fresh import (
+    CHECK_CHUNK,
+    FreshCheck,
+    FreshState,
+    catalog_file,
+    fresh_file,
+    read_fresh,
+    state_bytes,
+)
 from turnline.core.model import SessionHeader
 from turnline.core.search import search
 
@@ -43,9 +51,9 @@ def test_a_refresh_stores_it_and_every_write_drops_it(root: Path) -> None:
     catalog.refresh()
     state = catalog.fresh_state()
     assert state is not None and state.check()
-    assert os.fsencode(str(root)) in state.paths  # the root folder itself is watched
+    assert os.fsencode(str(root)) in state.paths()  # the root folder itself is watched
     logs = {r[0] for r in catalog.query("SELECT path FROM logs")}
-    assert logs <= {os.fsdecode(p) for p in state.paths}
+    assert logs <= {os.fsdecode(p) for p in state.paths()}
     log = root / "p" / "session.jsonl"
     catalog.index(log)
     assert catalog.fresh_state() is None
@@ -125,38 +133,53 @@ def test_a_removed_log_breaks_it(root: Path) -> None:
     catalog.close()
 
 
-def test_a_state_it_cannot_read_is_replaced(root: Path) -> None:
+@pytest.mark.parametrize("damage", ["junk", "cut short", "gone", "another generation"])
+def test_a_state_it_cannot_read_is_replaced(root: Path, damage: str) -> None:
     catalog = Catalog(root)
     catalog.refresh()
-    catalog.db.execute("UPDATE fresh SET state=?", (b"not a state",))
+    state_path = fresh_file(catalog.path)
+    data = Path(state_path).read_bytes()
+    if damage == "junk":
+        Path(state_path).write_bytes(b"not a state")
+    elif damage == "cut short":
+        Path(state_path).write_bytes(data[:-10])
+    elif damage == "gone":
+        os.unlink(state_path)
+    else:
+        catalog.db.execute("UPDATE fresh SET gen=?", (b"12345678",))
     assert catalog.fresh_state() is None
     assert _hits(catalog, "zebracorn") == [("P", 1)]  # the ordinary check answers
     assert catalog.quick_current()  # and the state is whole again
     catalog.close()
 
 
-def test_open_fresh_takes_a_read_snapshot(root: Path) -> None:
+def test_the_state_file_names_the_catalogs_generation(root: Path) -> None:
+    """The file is read without the catalog; its generation is the `fresh` row's, and
+    a write removes the row, so the file names no catalog any more."""
+    from turnline.core.fresh import same_generation
+
     catalog = Catalog(root)
     catalog.refresh()
+    path = fresh_file(catalog_file(os.path.realpath(root)))
+    assert path == fresh_file(catalog.path)
+    state = read_fresh(path, whole=False)
+    whole = read_fresh(path)
+    assert state is not None and whole is not None
+    assert state.check() and state.gen == whole.gen and len(state.gen) == 8
+    assert state.paths() == whole.paths()
+    assert same_generation(catalog.db, state.gen)
+    catalog.index(root / "p" / "session.jsonl")  # a write: the row is gone
+    assert not same_generation(catalog.db, state.gen)
+    assert catalog.fresh_state() is None
+    catalog.refresh()
+    again = catalog.fresh_state()
+    assert again is not None and again.gen != state.gen  # a new generation
     catalog.close()
-    opened = open_fresh(os.path.realpath(root))
-    assert opened is not None
-    db, state, gen = opened
-    assert state.check() and len(gen) == 8
-    writer = Catalog(root)
-    writer.index(root / "p" / "session.jsonl")  # drops the state, in another connection
-    # the snapshot still holds the state this connection read, with its own rows
-    assert db.execute("SELECT count(*) FROM fresh").fetchone() == (1,)
-    db.execute("COMMIT")
-    assert db.execute("SELECT count(*) FROM fresh").fetchone() == (0,)
-    db.close()
-    writer.close()
-    assert open_fresh(os.path.realpath(root)) is None  # none stored now
 
 
-def test_no_catalog_opens_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_catalog_no_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert open_fresh(str(tmp_path)) is None
+    assert read_fresh(fresh_file(catalog_file(str(tmp_path)))) is None
     assert not (tmp_path / "cache").exists()
 
 
@@ -169,7 +192,12 @@ def _files(tmp_path: Path, n: int) -> FreshState:
         p.write_bytes(b"x" * k)
         st = p.stat()
         rows.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev))
-    return FreshState.loads(FreshState.of_rows(rows).dumps())
+    path = tmp_path / "state"
+    path.write_bytes(state_bytes(rows, b"gen-id-8"))
+    state = read_fresh(str(path), whole=False)
+    assert state is not None and state.gen == b"gen-id-8"
+    assert state.paths() == [os.fsencode(r[0]) for r in rows]
+    return state
 
 
 @pytest.mark.parametrize("where", [None, 0, -1, "gone"])
@@ -177,90 +205,115 @@ def test_the_forked_check(tmp_path: Path, where: int | str | None) -> None:
     """Whichever process takes the changed entry's chunk, the check fails; the child is
     always reaped."""
     state = _files(tmp_path, CHECK_CHUNK * 6 + 7)
+    paths = state.paths()
     if isinstance(where, int):
-        with open(state.paths[where], "ab") as fh:
+        with open(paths[where], "ab") as fh:
             fh.write(b"more")
     elif where == "gone":
-        os.unlink(state.paths[len(state.paths) // 2])
-    check = FreshCheck(state)
-    assert check.pid > 0  # a child took part
-    assert check.finish() is (where is None)
+        os.unlink(paths[len(paths) // 2])
+    with FreshCheck(state) as check:
+        pid = check.pid
+        assert pid > 0  # a child took part
+        assert check.finish() is (where is None)
     with pytest.raises(ChildProcessError):
-        os.waitpid(check.pid, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)
 
 
-@pytest.mark.parametrize("outcome", ["bytes", "none", "raises", "changed"])
+@pytest.mark.parametrize("outcome", ["output", "none", "raises", "changed"])
 def test_the_child_hands_over_its_task(tmp_path: Path, outcome: str) -> None:
-    """The child's first task reaches the parent whole (more than a pipe holds); a task
-    with no answer, or one that fails, hands over nothing, and the stats still count."""
+    """The child's first task's output reaches the parent whole (more than a pipe
+    holds), read or sent; a task with no output, or one that fails, hands over
+    nothing, and the stats still count."""
     state = _files(tmp_path, CHECK_CHUNK * 3 + 1)
     data = bytes(range(256)) * 4096  # 1 MiB
 
-    def task() -> bytes | None:
+    def task(write: Callable[[bytes], object]) -> bool:
+        write(data[:1000])
         if outcome == "raises":
             raise RuntimeError("the task failed")
-        return None if outcome == "none" else data
+        write(data[1000:])
+        return outcome != "none"
 
     if outcome == "changed":
-        with open(state.paths[-1], "ab") as fh:
+        with open(state.paths()[-1], "ab") as fh:
             fh.write(b"more")
-    check = FreshCheck(state, task)
-    assert check.pid > 0
-    handed = check.handoff()
-    assert handed == (data if outcome in ("bytes", "changed") else None)
-    assert check.handoff() is None  # once
-    assert check.finish() is (outcome != "changed")
+    with FreshCheck(state, task) as check:
+        pid = check.pid
+        assert pid > 0 and check.split
+        handed = check.handoff()
+        assert handed == (len(data) if outcome in ("output", "changed") else None)
+        assert check.handoff() is None  # once
+        if handed is not None:
+            assert check.output() == data
+            sent = tmp_path / "sent"
+            with sent.open("wb") as out:
+                check.send(out.fileno())
+            assert sent.read_bytes() == data
+        assert check.finish() is (outcome != "changed")
     with pytest.raises(ChildProcessError):
-        os.waitpid(check.pid, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)
 
 
 def test_finish_alone_reaps_a_child_with_a_task(tmp_path: Path) -> None:
     state = _files(tmp_path, 5)
-    check = FreshCheck(state, lambda: b"unread")
-    assert check.pid > 0 and check.finish()
+    with FreshCheck(state, lambda write: bool(write(b"unread"))) as check:
+        pid = check.pid
+        assert pid > 0 and check.finish()
     with pytest.raises(ChildProcessError):
-        os.waitpid(check.pid, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)
 
 
-def test_snapshot_reads_need_the_same_generation(root: Path) -> None:
-    """The child's reads are given only from a snapshot of the same fresh state: the
-    rows a search makes on the catalog's own connection."""
-    from turnline.core.query import parse_query, snapshot_of, snapshot_reads, term_rows
+def test_leaving_without_finish_reaps_the_child(tmp_path: Path) -> None:
+    state = _files(tmp_path, CHECK_CHUNK * 3)
+    with FreshCheck(state, lambda write: True) as check:
+        pid = check.pid
+        assert pid > 0
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_snapshot_search_needs_the_same_generation(root: Path) -> None:
+    """The child answers only from a snapshot of the state's generation: the answer a
+    search makes on the catalog's own connection."""
+    from turnline.core.search import snapshot_search
 
     catalog = Catalog(root)
     catalog.refresh()
-    opened = open_fresh(os.path.realpath(root))
-    assert opened is not None
-    db, _state, gen = opened
-    db.close()
-    fields = ("user", "assistant")
-    data = snapshot_reads(catalog.path, gen, "zebracorn 分叉", fields)
-    assert data is not None
-    terms = parse_query("zebracorn 分叉")
-    links, rows = snapshot_of(data, terms)
-    assert links == catalog.children()
-    for term in terms:
-        assert rows[term] == term_rows(catalog.db, term, fields)
-    assert snapshot_reads(catalog.path, b"other-id", "zebracorn", fields) is None
-    assert snapshot_reads(catalog.path, gen, '"unbalanced', fields) is None
+    state = catalog.fresh_state()
+    assert state is not None
+    for query in ("zebracorn 分叉", "zebra*", "分"):
+        got = snapshot_search(catalog.path, state.gen, query)
+        assert got is not None
+        assert got.to_json() == search(catalog, query).to_json()
+    assert snapshot_search(catalog.path, b"other-id", "zebracorn") is None
     catalog.index(root / "p" / "session.jsonl")  # a write: the state is gone
-    assert snapshot_reads(catalog.path, gen, "zebracorn", fields) is None
+    assert snapshot_search(catalog.path, state.gen, "zebracorn") is None
     catalog.close()
 
 
 def test_a_small_state_is_checked_here(tmp_path: Path) -> None:
     state = _files(tmp_path, 3)
-    check = FreshCheck(state)
-    assert check.pid == 0 and check.finish()
+    with FreshCheck(state) as check:
+        assert check.pid == 0 and check.finish()
 
 
-def test_a_state_of_mismatched_parts_is_refused() -> None:
-    import marshal
-
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"junk",
+        b"",
+        state_bytes([("/a", 1, 2, 3, 4)], b"12345678")[:-1],  # cut short
+        state_bytes([("/a", 1, 2, 3, 4)], b"12345678") + b"more",  # longer
+        state_bytes([("/a", 1, 2, 3, 4)], b"12345678").replace(b"fresh", b"stale"),
+    ],
+)
+def test_a_state_of_mismatched_parts_is_refused(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "state"
+    path.write_bytes(data)
+    assert read_fresh(str(path)) is None
+    assert read_fresh(str(path), whole=False) is None
     with pytest.raises(ValueError):
-        FreshState.loads(marshal.dumps((b"a\0b", b"\0" * 16, b"\0" * 32)))
-    with pytest.raises((ValueError, EOFError, TypeError)):
-        FreshState.loads(b"junk")
+        FreshState.of_bytes(data)
 
 
 def test_the_catalog_file_is_untouched_by_a_check(root: Path) -> None:
@@ -269,11 +322,10 @@ def test_the_catalog_file_is_untouched_by_a_check(root: Path) -> None:
     catalog.close()
     path = Catalog(root).path
     before = os.stat(path).st_mtime_ns
-    opened = open_fresh(os.path.realpath(root))
-    assert opened is not None
-    assert FreshCheck(opened[1]).finish()
-    opened[0].execute("COMMIT")
-    opened[0].close()
+    state = read_fresh(fresh_file(path), whole=False)
+    assert state is not None
+    with FreshCheck(state) as check:
+        assert check.finish()
     assert os.stat(path).st_mtime_ns == before
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM fresh").fetchone() == (1,)

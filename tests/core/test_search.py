@@ -217,3 +217,40 @@ def test_a_phrase_across_a_line_break_is_found(tmp_path: Path) -> None:
     assert [h.snippet for h in result.hits] == ["please fork the session now"]
     assert [result.hits[0].marked()] == ["please «fork the session» now"]
     catalog.close()
+
+
+_ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)  # surrogates too
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_ANY_TEXT, _ANY_TEXT, _ANY_TEXT, st.integers(0, 3), st.booleans()),
+        max_size=5,
+    ),
+    st.sampled_from(["a", "zebra*", "a b"]),
+    st.integers(0, 3),
+)
+def test_the_json_document_is_jsons_own(
+    entries: list[tuple[str, str, str, int, bool]], query: str, more: int
+) -> None:
+    """`SearchResult.to_json` (the bytes both CLI doors print) is exactly `json.dumps(
+    ..., ensure_ascii=False, indent=2)` of `to_json_dict`, lone surrogates as their JSON
+    escapes, and the snippets it cuts without spans are those of the hits."""
+    import json
+
+    from turnline.core.search import SearchResult
+
+    terms = parse_query(query)
+    literal = terms[0].literal() if len(terms) == 1 else None
+    logs: dict[int, tuple[object, ...]] = {}
+    found = []
+    for k, (session, path, text, field, inherited) in enumerate(entries):
+        logs[k] = (path, session, None, k)
+        first = text.lower().find(literal) if literal and text.isascii() else -1
+        doc = (k, ("user", "assistant", "reasoning", "tool")[field], text, first)
+        found.append((-k, path, -1, k, 1, doc, k % 3, 0 if inherited and k else -1))
+    result = SearchResult(found, len(found) + more, logs, terms)  # type: ignore[arg-type]
+    want = json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    assert result.to_json() == want.encode("utf-8", "backslashreplace")
+    json.loads(result.to_json())  # valid JSON, whatever the strings held
