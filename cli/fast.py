@@ -138,7 +138,7 @@ def _answer(got: dict[str, Any]) -> int | None:
             made = check.handoff() is not None
             if not made and not check.split:  # no child could take it
                 made = _document(catalog, gen, query, got, pieces.append)
-            if check.finish() and made:
+            if check.finish(reap=False) and made:  # this process exits next
                 sys.stdout.flush()
                 out = _stdout_fd()
                 if check.split and out is not None:

@@ -291,6 +291,7 @@ class FreshCheck:
         if pid == 0:  # the child: check, tell, and leave without any cleanup of the parent's
             try:
                 os.close(verdict)
+                _quiet()  # whoever reads this process's output need not wait for the child
                 if task is not None:
                     os.write(telling, b"t" if self._hand(task) else b"n")
                 os.write(telling, b"1" if self._drain() else b"0")
@@ -390,8 +391,9 @@ class FreshCheck:
                 return False
         return True
 
-    def finish(self) -> bool:
-        """True if every entry stats as recorded (waits for the child)."""
+    def finish(self, reap: bool = True) -> bool:
+        """True if every entry stats as recorded (waits for the child's word, and then,
+        unless not `reap`, for its exit: a process about to exit leaves that to init)."""
         if self.pending:
             self.handoff()  # its word comes first
         try:
@@ -406,9 +408,18 @@ class FreshCheck:
         finally:
             os.close(self.verdict)
             self.verdict = -1
-            os.waitpid(self.pid, 0)
+            if reap:
+                os.waitpid(self.pid, 0)
             self.pid = 0
         return held and told == b"1"
+
+
+def _quiet() -> None:
+    """Point standard output and error at the null device (a forked child's)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
 
 
 def same_generation(db: sqlite3.Connection, gen: bytes) -> bool:

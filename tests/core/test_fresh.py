@@ -263,6 +263,26 @@ def test_finish_alone_reaps_a_child_with_a_task(tmp_path: Path) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def test_a_check_that_does_not_reap_leaves_the_child_to_exit(tmp_path: Path) -> None:
+    """`finish(reap=False)` (a process about to exit) has the verdict without waiting
+    for the child's exit; the child's output goes nowhere, so a reader of the parent's
+    output need not wait for the child either."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "from turnline.core.fresh import FreshCheck, read_fresh\n"
+        f"state = read_fresh({str(tmp_path / 'state')!r}, whole=False)\n"
+        "check = FreshCheck(state, lambda write: bool(print('from the child')))\n"
+        "print(check.pid > 0, check.finish(reap=False), check.pid, flush=True)\n"
+    )
+    _files(tmp_path, CHECK_CHUNK * 3)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout == "True True 0\n", proc.stderr
+    assert proc.stderr == ""
+
+
 def test_leaving_without_finish_reaps_the_child(tmp_path: Path) -> None:
     state = _files(tmp_path, CHECK_CHUNK * 3)
     with FreshCheck(state, lambda write: True) as check:
