@@ -15,7 +15,12 @@ import marshal
 import re
 import unicodedata
 from array import array
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+TYPE_CHECKING = False  # `typing` would be most of this module's load (`_namedtuple`)
+if TYPE_CHECKING:
+    from typing import Any, Final, NamedTuple
+else:
+    from ._namedtuple import NamedTuple
 
 if TYPE_CHECKING:
     import sqlite3

@@ -8,8 +8,7 @@ and the catalog reads are `core.query`'s.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
-
+from . import _namedtuple
 from .query import (
     DEFAULT_FIELDS,
     FIELDS,
@@ -24,13 +23,17 @@ from .query import (
 )
 from .textsafe import flat_line, one_line
 
+TYPE_CHECKING = False  # `typing` would be most of this module's load (`_namedtuple`)
 if TYPE_CHECKING:
     import re
     import sqlite3
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from pathlib import Path
+    from typing import Any, Final, NamedTuple
 
     from .catalog import Catalog, Progress
+else:
+    NamedTuple = _namedtuple.NamedTuple
 
 __all__ = [
     "DEFAULT_FIELDS",

@@ -10,7 +10,10 @@ are shown as absent rather than obeyed.
 from __future__ import annotations
 
 import re
-from typing import Final
+
+TYPE_CHECKING = False  # a warm search loads this module before `typing` (`_namedtuple`)
+if TYPE_CHECKING:
+    from typing import Final
 
 #: C0 controls (ESC included), DEL, C1 controls, and the bidi embeddings, overrides
 #: and isolates (U+202A–U+202E, U+2066–U+2069).
