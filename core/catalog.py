@@ -113,7 +113,8 @@ CREATE TABLE IF NOT EXISTS docs(
 CREATE INDEX IF NOT EXISTS docs_log ON docs(log, seq);
 
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    text, content='docs', content_rowid='rowid', tokenize='trigram case_sensitive 0'
+    text, content='docs', content_rowid='rowid', tokenize='trigram case_sensitive 0',
+    detail='none'
 );
 
 INSERT INTO fts(fts, rank) VALUES('automerge', 16);

@@ -107,8 +107,14 @@ def search_order(terms: Sequence[Term]) -> list[Term]:
     return sorted(terms, key=lambda t: -len(t.text))
 
 
-def _fts_literal(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
+def fts_trigrams(text: str) -> str:
+    """The full-text query that finds every document holding `text` (three characters
+    or more): each of its trigrams, all required. The index keeps no positions
+    (`detail=none`: it is half the work to build and a third of the size), so it cannot
+    ask for them in order; the search's own rule (`core.search`) decides, as it does
+    for every row anyway."""
+    grams = dict.fromkeys(text[k : k + 3] for k in range(len(text) - 2))
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
 
 
 def _casefold_contains(text: object, needle: object) -> bool:
@@ -128,7 +134,7 @@ def term_rows(
             f"SELECT d.log, d.turn, d.seq, d.field, d.text, {LOG_COLUMNS} FROM fts "
             "JOIN docs d ON d.rowid = fts.rowid JOIN logs l ON l.id = d.log "
             f"WHERE fts MATCH ? AND d.field IN ({marks})",
-            (_fts_literal(needle), *fields),
+            (fts_trigrams(needle), *fields),
         )
     # Trigrams cannot match under three characters: a folded substring scan.
     db.create_function("tl_contains", 2, _casefold_contains, deterministic=True)

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from turnline.core.catalog import SCHEMA, Catalog, catalog_path
 from turnline.core.model import SessionHeader
+from turnline.core.query import fts_trigrams
 from turnline.core.search import search
 from turnline.core.summary import summarize
 
@@ -435,9 +436,9 @@ def test_bulk_index_in_the_pool_equals_the_serial_one(tmp_path: Path) -> None:
 
     assert rows(shared) == rows(serial) and len(rows(serial)) > 1000
     assert logs(shared) == logs(serial)
-    assert list(shared.query("SELECT count(*) FROM fts WHERE fts MATCH 'assert'")) == list(
-        serial.query("SELECT count(*) FROM fts WHERE fts MATCH 'assert'")
-    )
+    found = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+    wanted = (fts_trigrams("assert"),)
+    assert list(shared.query(found, wanted)) == list(serial.query(found, wanted))
     shared.close()
     serial.close()
 

@@ -219,6 +219,29 @@ def test_a_phrase_across_a_line_break_is_found(tmp_path: Path) -> None:
     catalog.close()
 
 
+def test_every_trigram_out_of_order_is_no_hit(tmp_path: Path) -> None:
+    """The index keeps no positions: a text that holds each trigram of the word, but
+    not the word, comes back from it and the search's own rule turns it down (in ASCII
+    text by plain search, in other text by the term's pattern)."""
+    from turnline.core.model import SessionHeader
+    from turnline.core.query import fts_trigrams
+
+    from .search_logs import turn, write
+
+    records = turn(0, 1, "asse sert", "écla lair")
+    write(tmp_path / "p" / "session.jsonl", SessionHeader("P", 1, cwd="/u"), records)
+    catalog = Catalog(tmp_path, ":memory:")
+    catalog.refresh()
+    for word in ("assert", "éclair"):
+        narrowed = catalog.query(
+            "SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_trigrams(word),)
+        )
+        assert list(narrowed) == [(1,)]  # the index cannot tell
+        assert search(catalog, word).hits == []
+    assert [h.turn for h in search(catalog, "sse ser").hits] == [1]
+    catalog.close()
+
+
 _ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)  # surrogates too
 
 
