@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import orjson
 
+from . import formats
 from .model import (
     FORMAT_VERSION,
     HEADER_FIELDS,
@@ -41,14 +42,14 @@ class RecordError(ValueError):
         self.kind = kind
 
 
-_HEADER_KEYS: Final = frozenset({key for key, _ in HEADER_FIELDS} | {"type"})
+_V0_KEYS: Final = frozenset({key for key, _ in HEADER_FIELDS if key != "isSeeded"} | {"type"})
 _INT_FIELDS: Final = ("createdAt", "seedLength", "delegationDepth")
 _STR_FIELDS: Final = ("cwd", "parentSession", "origin", "agentPreset")
 
 
-def _plain_header(obj: dict[str, Any]) -> bool:
-    """True if the header has only known keys, each absent or of its expected type."""
-    if not _HEADER_KEYS.issuperset(obj):
+def _plain_header(obj: dict[str, Any], keys: frozenset[str]) -> bool:
+    """True if the header has only `keys`, each absent or of its expected type."""
+    if not keys.issuperset(obj):
         return False
     for key in _INT_FIELDS:
         value = obj.get(key)
@@ -64,22 +65,34 @@ def _plain_header(obj: dict[str, Any]) -> bool:
 def plain_header_values(obj: Any) -> tuple[Any, ...] | None:
     """The `SessionHeader` fields, in order, of a header `parse_header` would take with
     no problem and no field dropped; None for any other record (then ask
-    `parse_header`). A listing builds no header object for the common case."""
+    `parse_header`). A listing builds no header object for the common case.
+
+    A V2+ header's `seed_length` is None here: the reader sets it from the log's
+    inherited marker (`formats.seeded_by_marker`)."""
     if (
         type(obj) is not dict
         or obj.get("type") != "session"
         or type(obj.get("id")) is not str
-        or obj.get("version", True) != FORMAT_VERSION
-        or type(obj["version"]) is not int
+        or type(obj.get("version")) is not int
         or type(obj.get("delegationDepth")) is not int
-        or not _plain_header(obj)
     ):
+        return None
+    version = obj["version"]
+    if version == FORMAT_VERSION:
+        if not _plain_header(obj, _V0_KEYS):
+            return None
+        is_seeded = None
+    elif version in formats.KNOWN_VERSIONS and formats.seeded_by_marker(version):
+        is_seeded = obj.get("isSeeded")
+        if type(is_seeded) is not bool or not _plain_header(obj, formats.CLOSED_HEADER_KEYS):
+            return None
+    else:
         return None
     get = obj.get
     return (
         obj["id"],
         get("createdAt") or 0,
-        obj["version"],
+        version,
         get("cwd"),
         get("parentSession"),
         get("seedLength"),
@@ -87,14 +100,17 @@ def plain_header_values(obj: Any) -> tuple[Any, ...] | None:
         get("delegationDepth"),
         get("agentPreset"),
         {},
+        is_seeded,
     )
 
 
 def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
-    """Read a decoded first record as a header.
+    """Read a decoded first record as a header, by the rules of its version.
 
     Returns the header (None if this is not a session header) and the problems
-    found in it (missing or foreign version).
+    found in it (missing or unknown version, keys dsh would refuse). A header of a
+    version this reader does not know keeps the fields it shares with the known
+    ones and says which version it is; its readers read no event of it.
     """
     if not isinstance(obj, dict) or obj.get("type") != "session":
         return None, [
@@ -107,6 +123,7 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
         ]
     problems: list[LogProblem] = []
     version = obj.get("version")
+    marker_cut = False
     if "version" not in obj:
         problems.append(
             LogProblem(
@@ -116,15 +133,12 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
                 line=1,
             )
         )
-    elif version != FORMAT_VERSION or isinstance(version, bool):
+    elif isinstance(version, bool) or not formats.known(version):
         problems.append(
-            LogProblem(
-                ProblemKind.FOREIGN_VERSION,
-                f"format version {version!r} is not one this reader knows "
-                f"(it reads {FORMAT_VERSION}); written by a newer harness?",
-                line=1,
-            )
+            LogProblem(ProblemKind.FOREIGN_VERSION, formats.newer_version_message(version), line=1)
         )
+    else:
+        marker_cut = formats.seeded_by_marker(version)
     if "delegationDepth" not in obj:
         problems.append(
             LogProblem(
@@ -134,7 +148,9 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
                 line=1,
             )
         )
-    if _plain_header(obj):
+    if marker_cut:
+        return _marker_header(obj, sid, version, problems)
+    if _plain_header(obj, _V0_KEYS):
         # The common case (every field of the expected type): no per-field checks.
         return (
             SessionHeader(
@@ -150,11 +166,22 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
             ),
             problems,
         )
-    known = _HEADER_KEYS
+    values = _header_fields(obj, problems, seed_key=True)
+    extra = {k: v for k, v in obj.items() if k not in _V0_KEYS}
+    return SessionHeader(**values, extra=extra), problems
+
+
+def _header_fields(
+    obj: dict[str, Any], problems: list[LogProblem], *, seed_key: bool
+) -> dict[str, Any]:
+    """The `SessionHeader` attributes of a header's known keys, each checked (a
+    field of the wrong type is dropped, with a problem for the numbers)."""
     values: dict[str, Any] = {}
     for key, attr in HEADER_FIELDS:
+        if key == "isSeeded" or (key == "seedLength" and not seed_key):
+            continue
         value = obj.get(key)
-        if key in ("createdAt", "seedLength", "delegationDepth"):
+        if key in _INT_FIELDS:
             # The format says all three are integers >= 0: a negative seedLength would
             # otherwise pass as a seed and skew the timeline and the seed check.
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
@@ -174,12 +201,49 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
         values[attr] = value
     if values["created_at"] is None:
         values["created_at"] = 0
-    extra = {k: v for k, v in obj.items() if k not in known}
-    return SessionHeader(**values, extra=extra), problems
+    return values
 
 
-def expand_record(obj: Any) -> list[SessionEvent]:
+def _marker_header(
+    obj: dict[str, Any], sid: str, version: int, problems: list[LogProblem]
+) -> tuple[SessionHeader, list[LogProblem]]:
+    """A V2+ header: dsh's closed key set, `isSeeded` instead of `seedLength`. Keys
+    outside the set (dsh refuses the log; another fork's V5 may add its own) are kept
+    and named; the inherited count is the reader's to set from the log."""
+    values = _header_fields(obj, problems, seed_key=False)
+    is_seeded = obj.get("isSeeded")
+    if type(is_seeded) is not bool:
+        problems.append(
+            LogProblem(
+                ProblemKind.BAD_HEADER,
+                f"a version {version} header needs isSeeded true or false, not "
+                f"{'nothing' if is_seeded is None else repr(is_seeded)}; read as false",
+                line=1,
+            )
+        )
+        is_seeded = False
+    unknown = formats.unknown_header_keys(obj)
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        problems.append(
+            LogProblem(
+                ProblemKind.BAD_HEADER,
+                f"header key{'s' if len(unknown) > 1 else ''} {shown} not in dsh's version "
+                f"{version} header (dsh refuses it; another harness's dialect?): kept, not used",
+                line=1,
+            )
+        )
+    extra = {k: obj[k] for k in unknown}
+    return SessionHeader(**values, extra=extra, is_seeded=is_seeded), problems
+
+
+def expand_record(obj: Any, *, packed_rows: bool = True) -> list[SessionEvent]:
     """Decode one storage record (already JSON-parsed) into its events.
+
+    Args:
+        obj: The record.
+        packed_rows: Whether the log's version has packed chunk rows (V0, V1:
+            `formats.packed_rows`); from V2 on every row is one event with its `seq`.
 
     Raises:
         RecordError: the record is not an event object or a consistent packed row.
@@ -189,7 +253,7 @@ def expand_record(obj: Any) -> list[SessionEvent]:
     rtype = obj.get("type")
     if not isinstance(rtype, str):
         raise RecordError(ProblemKind.CORRUPT, "record has no string type")
-    packed = PACKED_TAGS.get(rtype)
+    packed = PACKED_TAGS.get(rtype) if packed_rows else None
     if packed is not None and "seq0" in obj:
         return _expand_packed(rtype, packed, obj)
     seq = obj.get("seq")

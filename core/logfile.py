@@ -7,6 +7,7 @@ frames) are consumed, so a writer appending at the same time is never half-read.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Final
 import orjson
 import zstandard
 
+from . import formats
 from .codec import RecordError, expand_record, parse_header
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import (
@@ -167,6 +169,7 @@ class LogReader:
         self._line = 0
         self._seq_problems = 0
         self._stuck = False
+        self._rules = _Rules()
         self._identity: tuple[int, int] | None = None
         #: (mtime_ns, fingerprint of the bytes read so far) after the last read: a log
         #: rewritten in place (same inode, truncated, then longer) is told by it.
@@ -197,6 +200,7 @@ class LogReader:
         if header is None:
             return reader
         reader.header = header
+        reader._rules = _Rules.of(header)
         reader.offset = offset
         reader.event_count = event_count
         reader.last_seq = last_seq
@@ -232,6 +236,7 @@ class LogReader:
         self._line = 0
         self._seq_problems = 0
         self._stuck = False
+        self._rules = _Rules()
 
     def read(self) -> ReadBatch:
         """Decode whatever whole records were appended since the last call."""
@@ -289,9 +294,32 @@ class LogReader:
             self._consume_zstd(chunk, batch)
         else:
             self._consume_raw(chunk, batch)
+        self._check_seed()
         batch.problems.extend(self.problems[before:])
         self._remember()
         return batch
+
+    def _check_seed(self) -> None:
+        """A V2+ header that says isSeeded needs an inherited marker once rows are read."""
+        header = self.header
+        rules = self._rules
+        if (
+            header is None
+            or not rules.marker_cut
+            or not header.is_seeded
+            or header.seed_length is not None
+            or self.event_count == 0
+            or rules.unseeded_reported
+        ):
+            return
+        rules.unseeded_reported = True
+        self._add(
+            LogProblem(
+                ProblemKind.ODD_EVENT,
+                "the header says isSeeded but no session/end-seed says inherited: true; "
+                "read as inheriting nothing",
+            )
+        )
 
     def _fingerprint(self, fd: int) -> bytes | None:
         """A hash of the first block and of the last block before `offset` (the bytes
@@ -409,15 +437,16 @@ class LogReader:
             return self._consume_header(line)
         if self.header is None:
             return False
-        if not line.strip():
-            return True
+        rules = self._rules
+        if rules.unknown or not line.strip():
+            return True  # a version this reader does not know: no row is guessed at
         try:
             obj = loads(line)
         except orjson.JSONDecodeError as exc:
             self._pending = (f"line {self._line} is not valid JSON ({exc})", ProblemKind.CORRUPT)
             return False
         try:
-            events = expand_record(obj)
+            events = self._decode(obj)
         except RecordError as exc:
             self._pending = (f"line {self._line}: {exc}", exc.kind)
             return False
@@ -425,6 +454,8 @@ class LogReader:
             self._check_seq(event)
             if event.type == TURN_END:
                 self._check_turn_end(event)
+            elif rules.marker_cut and formats.is_inherited_marker(event.type, event.data):
+                self._inherited_marker(event)
         if events and events[-1].type == TURN_END:
             self._ended_turn = events[-1].seq
         batch.events.extend(events)
@@ -440,12 +471,56 @@ class LogReader:
             problems = [
                 LogProblem(ProblemKind.BAD_HEADER, "the first line is not valid JSON", line=1)
             ]
+        if header is not None:
+            mismatch = formats.name_mismatch(self.path.name, header.version)
+            if mismatch is not None:
+                problems.append(LogProblem(ProblemKind.BAD_HEADER, mismatch, line=1))
         for problem in problems:
             self._add(problem)
         self.header = header
         if header is None:
             self._stuck = True
-        return header is not None
+            return False
+        self._rules = _Rules.of(header)
+        return True
+
+    def _decode(self, obj: object) -> list[SessionEvent]:
+        """One row's events by the rules of the log's version."""
+        rules = self._rules
+        if not rules.marker_cut:
+            return expand_record(obj)  # V0, V1: a row may be a packed chunk run
+        if rules.projected is None:
+            rules.projected = formats.projected_row(obj) is not None
+            if rules.projected and self.event_count == 0:
+                self._add(LogProblem(ProblemKind.PROJECTED, formats.PROJECTED_MESSAGE))
+        if rules.projected:
+            row = formats.projected_row(obj)
+            if row is None:
+                raise RecordError(
+                    ProblemKind.CORRUPT,
+                    "a row with a seq or time among snapshot rows without them "
+                    "(a log is all persisted rows or all projected ones)",
+                )
+            return [SessionEvent(row.type, self.event_count, 0, row.data, row.extra)]
+        return expand_record(obj, packed_rows=False)
+
+    def _inherited_marker(self, event: SessionEvent) -> None:
+        """A V2+ `session/end-seed {"inherited": true}`: the last one is the seed's end."""
+        header = self.header
+        if header is None:
+            return
+        if not header.is_seeded:
+            self._add(
+                LogProblem(
+                    ProblemKind.ODD_EVENT,
+                    f"session/end-seed at seq {event.seq} says inherited, but the header's "
+                    "isSeeded is false: not taken as a seed",
+                    seq=event.seq,
+                    line=self._line,
+                )
+            )
+            return
+        self.header = dataclasses.replace(header, seed_length=event.seq)
 
     def _check_seq(self, event: SessionEvent) -> None:
         prev = self.last_seq
@@ -521,6 +596,26 @@ class LogReader:
 
     def _add(self, problem: LogProblem) -> None:
         self.problems.append(problem)
+
+
+@dataclass(slots=True)
+class _Rules:
+    """What the header's version makes of the rows (`formats`)."""
+
+    #: The version is not one this reader knows: rows are not read.
+    unknown: bool = False
+    #: V2+: one event per row, the seed cut by the inherited marker.
+    marker_cut: bool = False
+    #: V2+ only: rows without seq/time (a dsh test snapshot); None until the first row.
+    projected: bool | None = None
+    unseeded_reported: bool = False
+
+    @classmethod
+    def of(cls, header: SessionHeader) -> _Rules:
+        version = header.version
+        if not formats.known(version):
+            return cls(unknown=True)
+        return cls(marker_cut=formats.seeded_by_marker(version))
 
 
 def _may_become_header(tail: bytes) -> bool:

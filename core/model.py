@@ -14,15 +14,25 @@ from typing import Any, Final
 
 import orjson
 
-#: The only header `version` this reader knows.
+#: The header `version` turnline writes for a session it starts itself (a fork is
+#: written in its parent's version: `formats`).
 FORMAT_VERSION: Final = 0
 
 #: `turn/end` reason kinds named by the format; others are shown as they are.
-REASON_KINDS: Final = ("completed", "aborted", "error", "max-tokens", "interrupted")
+REASON_KINDS: Final = (
+    "completed",
+    "aborted",
+    "error",
+    "max-tokens",
+    "interrupted",
+    "blocked",
+    "forked",
+)
 
 TURN_START: Final = "turn/start"
 TURN_END: Final = "turn/end"
-#: The event dsh appends right after a seed: the end of the inherited part (data `{}`).
+#: The event dsh appends right after a seed: the end of the inherited part (data `{}`
+#: in V0 and V1, `{"inherited": true}` from V2 on, where it is what says the cut).
 END_SEED: Final = "session/end-seed"
 
 
@@ -75,6 +85,7 @@ HEADER_FIELDS: Final = (
     ("cwd", "cwd"),
     ("parentSession", "parent_session"),
     ("seedLength", "seed_length"),
+    ("isSeeded", "is_seeded"),
     ("origin", "origin"),
     ("delegationDepth", "delegation_depth"),
     ("agentPreset", "agent_preset"),
@@ -87,6 +98,12 @@ class SessionHeader:
 
     `version` is None when the header omits it (some real logs do). `extra` keeps
     unknown header keys so a header round-trips.
+
+    `seed_length` is the inherited count whatever the version: V0 and V1 headers
+    write it (`seedLength`); from V2 on the header only says `isSeeded` (`is_seeded`,
+    None for V0 and V1) and the reader sets `seed_length` from the log's last
+    inherited `session/end-seed` (`formats`), so nothing above the reader asks
+    which version a log is.
     """
 
     id: str
@@ -99,11 +116,24 @@ class SessionHeader:
     delegation_depth: int | None = 0
     agent_preset: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    is_seeded: bool | None = None
+
+    @property
+    def seeded(self) -> bool:
+        """True if the session starts with an inherited seed (V0/V1: it has a
+        `seedLength`; V2+: its header says `isSeeded`)."""
+        if self.is_seeded is not None:
+            return self.is_seeded
+        return self.seed_length is not None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The header line as a dict, `type` first, absent fields omitted."""
+        """The header line as a dict, `type` first, absent fields omitted, in the order
+        and with the keys its version writes (V2+: `isSeeded`, never `seedLength`)."""
         out: dict[str, Any] = {"type": "session"}
+        marker_cut = self.is_seeded is not None
         for key, attr in HEADER_FIELDS:
+            if marker_cut and key == "seedLength":
+                continue
             value = getattr(self, attr)
             if value is not None:
                 out[key] = value
@@ -148,6 +178,8 @@ class ProblemKind(StrEnum):
     """The child's first `seedLength` events differ from its parent's prefix."""
     LINEAGE_CYCLE = "lineage-cycle"
     """Following `parentSession` leads back to this session."""
+    PROJECTED = "projected"
+    """A V2+ log whose rows carry no seq/time: a dsh test snapshot, read with seq = row."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
+from . import formats
 from .codec import PACKED_TAGS, parse_header, plain_header_values
 from .logfile import (
     ZSTD_SUFFIX,
@@ -202,6 +203,7 @@ class HeaderState(NamedTuple):
     delegation_depth: int | None
     agent_preset: str | None
     extra: dict[str, Any]
+    is_seeded: bool | None
 
 
 class SummaryState(NamedTuple):
@@ -350,13 +352,21 @@ def summary_state(
         )
         return (fallback_id, encoding, None, None, 0, None, 0, False, (problem,), 0, 0.0, None)
     if encoding == RAW:
-        state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime)
+        state = _scan(encoding, raw, (), fallback_id, len(raw), st.st_mtime, path)
     elif max_size is not None and zstd_inflates_past(raw, INDEX_THRESHOLD):
         return None  # small, but it inflates past what is read whole: index it
     else:
         buf, problems, exact, consumed = _decode_zstd(raw)
         state = (
-            _scan(encoding, buf, _problem_states(problems), fallback_id, consumed, st.st_mtime)
+            _scan(
+                encoding,
+                buf,
+                _problem_states(problems),
+                fallback_id,
+                consumed,
+                st.st_mtime,
+                path,
+            )
             if exact
             else None
         )
@@ -381,6 +391,7 @@ def _header_state(h: SessionHeader) -> tuple[Any, ...]:
         h.delegation_depth,
         h.agent_preset,
         dict(h.extra),
+        h.is_seeded,
     )
 
 
@@ -426,6 +437,7 @@ def _scan(
     fallback_id: str,
     size: int,
     mtime: float,
+    path: str = "",
 ) -> tuple[Any, ...] | None:
     """The byte-scan summary (as `SessionSummary.to_state` values), or None when the
     log's shape needs a full read."""
@@ -449,8 +461,14 @@ def _scan(
         header, header_problems = parse_header(header_obj)
         if header is None:
             return None
+        if not formats.known(header.version):
+            return None  # a version this reader does not know: the reader reads no row
         header_values = _header_state(header)
         problems = (*_problem_states(header_problems), *problems)
+    version = header_values[2]
+    marker_cut = formats.seeded_by_marker(version)
+    if formats.name_mismatch(os.path.basename(path), version) is not None:
+        return None  # the full reader names the mismatch
     # The records are buf[first_nl:end]: it starts with "\n", so every record is
     # preceded by "\n" (searched in place, not copied).
     records = buf.count(b"\n", first_nl, end) - 1
@@ -466,9 +484,18 @@ def _scan(
         return None
     if not buf.isascii() and not valid_utf8(buf[first_nl:end]):
         return None  # bytes that are not UTF-8: the full reader says which line
-    counted = _count_records(buf[first_nl + 1 : end - 1]) if records else (0, None, [])
+    counted = (
+        _count_records(buf[first_nl + 1 : end - 1], packed_rows=not marker_cut)
+        if records
+        else (0, None, [])
+    )
     if counted is None:
         return None  # a line that is not a plain record in order: read it whole
+    if marker_cut and header_values[10]:
+        cut = inherited_cut_between(buf, first_nl, end)
+        if cut is None:
+            return None  # seeded with no inherited marker: the full reader says so
+        header_values = (*header_values[:5], cut, *header_values[6:])
     events, last_obj, kinds = counted
     turns, open_turn = count_turns(kinds)
     last_seq: int | None = None
@@ -493,7 +520,7 @@ def _scan(
     )
 
 
-def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
+def _count_records(records: bytes, *, packed_rows: bool = True) -> tuple[int, Any, list[str]] | None:
     """(events, the last record decoded, the turn types in order) of the record
     lines `records` (newline-separated, no final newline), when every line is one
     JSON value with a string type and its seqs follow on from 0 (packed rows
@@ -524,7 +551,7 @@ def _count_records(records: bytes) -> tuple[int, Any, list[str]] | None:
             break
         prev = i + 1
         head = heads[i]
-        if head.seq0 is None or head.type not in PACKED_TAGS:
+        if not packed_rows or head.seq0 is None or head.type not in PACKED_TAGS:
             return None
         quick = packed_members(lines[i], head.type)
         if quick is None or quick[0] != expected:
@@ -582,6 +609,29 @@ def last_activity_between(buf: bytes | mmap.mmap, start: int, end: int) -> int |
         return None
     time = record_last_time(obj)
     return None if time is None else activity_of(time)
+
+
+_END_SEED: Final = b'\n{"type":"session/end-seed"'
+
+
+def inherited_cut_between(buf: bytes | mmap.mmap, start: int, end: int) -> int | None:
+    """The seq of the last `session/end-seed {"inherited": true}` among the records
+    `buf[start:end]` (laid out as for `title_between`): a V2+ child's inherited count
+    (`formats.seeded_by_marker`); None if there is none, or a candidate line does not
+    decode (then the full reader decides)."""
+    pos = buf.rfind(_END_SEED, start, end)
+    while pos >= 0:
+        obj = _record_at(buf, pos + 1)
+        if obj is None:
+            return None
+        seq = obj.get("seq")
+        if (
+            formats.is_inherited_marker(obj.get("type"), obj.get("data"))
+            and type(seq) is int
+        ):
+            return seq
+        pos = buf.rfind(_END_SEED, start, pos)
+    return None
 
 
 def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:

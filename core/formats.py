@@ -1,0 +1,264 @@
+"""dsh's session format generations, each version's rules in one place.
+
+dsh has written its session logs in six versions so far. Upstream dsh defines V0 to
+V4 (V3 released since `dsh-v0.1.5-alpha.1`, V4 finalized); TnzGit's line of dsh
+writes a V5 whose only change from V4 is the header's `version` (its migration
+`session-format-v4-to-v5` is the identity on every event). What differs, and where
+this module decides it:
+
+| rule | V0, V1 | V2 to V5 |
+|---|---|---|
+| file name (`generation_of`) | `session.jsonl` (V1 is never written by itself) | `session.vN.jsonl` |
+| rows (`packed_rows`) | one event per row, or a packed chunk row (`seq0`) | one event per row |
+| header (`header_keys`) | open: `seedLength` is the inherited count | closed key set with `isSeeded` |
+| the seed cut (`seeded_by_marker`) | `seedLength` | the seq of the last `session/end-seed` whose data says `"inherited": true` |
+| assistant output | `assistant/chunk` events beside `assistant/message` | the stream inside `assistant/message.data.stream`; unclaimed streams are `assistant/attempt` |
+| tool results (`tool_result_parts`) | a user-role message holding `tool-result` parts (V4 too: to V3) | V4 and V5: a `role: "tool"` message whose content is the result |
+| usage (`usage_of`) | usage chunks and `assistant/message.usage` | `assistant/message.usage`, else the last usage chunk of its stream, and `assistant/attempt` streams |
+
+The readers (`logfile`, `summary`, `index`) ask this module which rules a header's
+version brings; what they hand on (`SessionEvent`s with their seqs, and a header
+whose `seed_length` is the inherited count whatever the version) is the same for
+every version, so nothing above them asks which version a log is.
+
+Sources: dsh's `docs/persistence-changes/historical-formats/v0.md` … `v3.md`,
+`2026-09-16-session-format-v4.md`, `packages/session/session-persistence-jsonl/src/
+format.ts`, `session-format-v1-to-v2` … `v4-to-v5` (zsagi1368/deepseek-harness-zDSH,
+TnzGit/deepseek-harness at c5e3fc58), summarized in `docs/formats.md`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+
+#: The versions this reader reads exactly.
+KNOWN_VERSIONS: Final = frozenset((0, 1, 2, 3, 4, 5))
+#: The newest of them (what a message about a newer log names).
+NEWEST_VERSION: Final = 5
+#: The first version with one event per row, `isSeeded` and the inherited marker.
+MARKER_VERSION: Final = 2
+#: The first version whose `tool/result` message is a `role: "tool"` message.
+TOOL_ROLE_VERSION: Final = 4
+
+#: A canonical generation file name: `session.jsonl` is version 0, `session.vN.jsonl`
+#: version N (lowercase, decimal, no leading zero; `session.v0.jsonl` is not one),
+#: either with `.zstd` after it (dsh's `parseSessionFormatLogFilename`).
+_GENERATION: Final = re.compile(r"session(?:\.v([1-9][0-9]*))?\.jsonl(?:\.zstd)?")
+
+#: The V2+ header's keys: required, then optional (dsh's `HEADER_REQUIRED_KEYS`,
+#: `HEADER_OPTIONAL_KEYS`); any other key makes dsh refuse the log.
+HEADER_REQUIRED: Final = ("type", "version", "id", "createdAt", "isSeeded", "delegationDepth")
+HEADER_OPTIONAL: Final = ("cwd", "parentSession", "origin", "agentPreset")
+CLOSED_HEADER_KEYS: Final = frozenset(HEADER_REQUIRED + HEADER_OPTIONAL)
+#: The order dsh writes a V2+ header's keys in (absent ones left out).
+HEADER_ORDER: Final = (
+    "type",
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "isSeeded",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+)
+
+END_SEED: Final = "session/end-seed"
+
+
+def generation_of(name: str) -> int | None:
+    """The format version a canonical generation file name says, or None for any other
+    name (a snapshot child such as `session.1.jsonl`, a temporary file, `x.jsonl`)."""
+    match = _GENERATION.fullmatch(name)
+    if match is None:
+        return None
+    return int(match.group(1)) if match.group(1) else 0
+
+
+def generation_name(version: int, *, zstd: bool) -> str:
+    """The canonical file name of a generation (`session.jsonl`, `session.v5.jsonl.zstd`)."""
+    stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
+    return stem + (".zstd" if zstd else "")
+
+
+def version_of(value: Any) -> int:
+    """A header's `version` as this module's rules take it: absent (some real v0 logs
+    omit it) is 0; anything that is not a whole number is -1 (unknown)."""
+    if value is None:
+        return 0
+    if type(value) is not int:
+        return -1
+    return value
+
+
+def known(version: int | None) -> bool:
+    """True if this reader knows the rules of `version` (None: no version, read as 0)."""
+    return version is None or (type(version) is int and version in KNOWN_VERSIONS)
+
+
+def packed_rows(version: int | None) -> bool:
+    """True if a log of this version may hold packed chunk rows (`seq0`): V0 and V1."""
+    return version is None or version < MARKER_VERSION
+
+
+def seeded_by_marker(version: int | None) -> bool:
+    """True if the inherited count is the last inherited `session/end-seed`'s seq (V2+);
+    False if it is the header's `seedLength` (V0, V1)."""
+    return version is not None and version >= MARKER_VERSION
+
+
+def is_inherited_marker(etype: str, data: Any) -> bool:
+    """True for a `session/end-seed` whose data says `"inherited": true`: the end of a
+    V2+ child's seed. An untagged `{}` marker is a resume marker: it cuts nothing."""
+    return etype == END_SEED and type(data) is dict and data.get("inherited") is True
+
+
+def newer_version_message(version: Any) -> str:
+    """The one-line problem of a log whose version this reader does not know."""
+    if type(version) is int and version > NEWEST_VERSION:
+        return (
+            f"format version {version} is newer than turnline reads (versions 0 to "
+            f"{NEWEST_VERSION}): its events are not read; upgrade turnline"
+        )
+    return (
+        f"format version {version!r} is not a dsh format turnline knows (it reads versions "
+        f"0 to {NEWEST_VERSION}): its events are not read"
+    )
+
+
+def name_mismatch(name: str, version: int | None) -> str | None:
+    """Why a log's file name and its header's version disagree (dsh refuses such a
+    generation), or None when they agree or the name is not a canonical one."""
+    named = generation_of(name)
+    if named is None or version is None or not known(version):
+        return None
+    if named == version or (named == 0 and version == 1):
+        # dsh never publishes V1 (an intermediate, in memory only), and a V1 header in
+        # `session.jsonl` is what its v0-to-v1 step leaves: the same physical layout.
+        return None
+    return f"the file name says format version {named} but the header says {version}"
+
+
+def unknown_header_keys(obj: Mapping[str, Any]) -> list[str]:
+    """Keys of a V2+ header outside dsh's closed set (dsh refuses such a header)."""
+    return [key for key in obj if key not in CLOSED_HEADER_KEYS]
+
+
+# -- rows ------------------------------------------------------------------------------
+
+
+class Projected(NamedTuple):
+    """A row as dsh's test snapshots keep it: the top-level `seq` and `time` removed
+    (dsh's snapshot writer strips them since 2026-08-18; its replay puts back `seq` =
+    the running event count and `time` = 0). Real logs never have this shape."""
+
+    type: str
+    data: Any
+    extra: dict[str, Any]
+
+
+PROJECTED_MESSAGE: Final = (
+    "the rows carry no seq or time: a dsh test snapshot (a projection of a log, which "
+    "dsh itself does not read); read with seq = row number and time 0"
+)
+
+
+def projected_row(obj: Any) -> Projected | None:
+    """The row as a projected snapshot row, or None if it is not one (it has a `seq`,
+    `time`, `seq0` or `time0`, or no string type)."""
+    if type(obj) is not dict:
+        return None
+    rtype = obj.get("type")
+    if type(rtype) is not str or "seq" in obj or "time" in obj or "seq0" in obj or "time0" in obj:
+        return None
+    extra = {k: v for k, v in obj.items() if k != "type" and k != "data"}
+    return Projected(rtype, obj.get("data"), extra)
+
+
+# -- content shapes ---------------------------------------------------------------------
+
+
+def tool_result_parts(message: Any) -> list[dict[str, Any]]:
+    """The `tool-result` parts of a `tool/result` event's message, as V0 to V3 write
+    them (`{toolCallId, content, isError}`), whatever the version: a V4+ message is
+    itself the result (`{role: "tool", toolCallId, content, isError}`)."""
+    if not isinstance(message, dict):
+        return []
+    if message.get("role") == "tool":
+        return [
+            {
+                "type": "tool-result",
+                "toolCallId": message.get("toolCallId"),
+                "content": message.get("content"),
+                "isError": message.get("isError") is True,
+            }
+        ]
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [part for part in content if isinstance(part, dict)]
+
+
+#: Event types that carry a usage sample (dsh's token meter reads only these).
+USAGE_TYPES: Final = frozenset(("assistant/chunk", "assistant/message", "assistant/attempt"))
+#: The event that clears the replacement slot of its (turn, step): the retried attempt
+#: then adds its usage (dsh's `usage-projection.ts`).
+RETRY_STARTED: Final = "llm/retry-started"
+
+
+def usage_of(etype: str, data: Any) -> Any:
+    """The usage object a usage-bearing event carries, or None.
+
+    - `assistant/chunk` (V0, V1): its `usage` chunk's `usage`;
+    - `assistant/message`: `data.usage`, else the last usage chunk of `data.stream` (V2+);
+    - `assistant/attempt` (V2+): the last usage chunk of its stream.
+    """
+    if type(data) is not dict:
+        return None
+    if etype == "assistant/chunk":
+        chunk = data.get("chunk")
+        if type(chunk) is dict and chunk.get("type") == "usage":
+            return chunk.get("usage")
+        return None
+    if etype == "assistant/message":
+        usage = data.get("usage")
+        if usage is not None:
+            return usage
+    elif etype != "assistant/attempt":
+        return None
+    stream = data.get("stream")
+    if type(stream) is not list:
+        return None
+    for member in reversed(stream):
+        if type(member) is dict and member.get("type") == "chunk":
+            chunk = member.get("chunk")
+            if type(chunk) is dict and chunk.get("type") == "usage":
+                return chunk.get("usage")
+    return None
+
+
+def stream_texts(data: Any) -> tuple[str, str]:
+    """(text, reasoning) streamed in an `assistant/attempt`'s stream: what a failed
+    attempt had produced before it was retried (shown as a diagnostic)."""
+    stream = data.get("stream") if type(data) is dict else None
+    text: list[str] = []
+    reasoning: list[str] = []
+    for member in stream if type(stream) is list else ():
+        if type(member) is not dict:
+            continue
+        kind = member.get("type")
+        if kind == "text-chunks" or kind == "reasoning-chunks":
+            texts = member.get("texts")
+            out = text if kind == "text-chunks" else reasoning
+            out.extend(t for t in texts if type(t) is str) if type(texts) is list else None
+        elif kind == "chunk":
+            chunk = member.get("chunk")
+            if type(chunk) is dict and type(chunk.get("text")) is str:
+                if chunk.get("type") == "text-delta":
+                    text.append(chunk["text"])
+                elif chunk.get("type") == "reasoning-delta":
+                    reasoning.append(chunk["text"])
+    return "".join(text), "".join(reasoning)
