@@ -981,6 +981,7 @@ def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
     `codec.record_seqs`, and never expanded into events.
     """
     from .codec import RecordError, expand_record, parse_header, record_seqs
+    from .formats import known, name_mismatch, packed_rows
     from .model import TURN_END
     from .records import TURN_END_LINE, loads
     from .timeline import TIMELINE_TYPES
@@ -999,8 +1000,13 @@ def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
         header, _problems = parse_header(loads(lines[0]))
     except Exception:  # anything odd: LogReader's business
         return None
-    if header is None:
+    if (
+        header is None
+        or not known(header.version)
+        or name_mismatch(os.path.basename(path), header.version) is not None
+    ):
         return None
+    packed = packed_rows(header.version)
     offset = len(lines[0]) + 1
     expected = 0
     events: list[Any] = []
@@ -1020,9 +1026,11 @@ def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
         rtype = obj.get("type") if type(obj) is dict else None
         if type(rtype) is not str or line[9:quote] != rtype.encode():
             return None
+        if not packed and "seq0" in obj:
+            return None  # no packed rows from V2 on: LogReader names the row
         if rtype in wanted:
             try:
-                got = expand_record(obj)
+                got = expand_record(obj, packed_rows=packed)
             except RecordError:
                 return None
             for event in got:

@@ -18,6 +18,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 from .clipped import Clipped, join_texts, text_length
+from .formats import USAGE_TYPES, tool_result_parts, usage_of
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
 
@@ -311,27 +312,21 @@ class UsageSample:
 
 
 def usage_sample(event: SessionEvent) -> UsageSample | None:
-    """The usage sample an event carries, or None."""
+    """The usage sample an event carries (`formats.usage_of`: a usage chunk, an
+    `assistant/message`'s usage or its stream's, an `assistant/attempt`'s stream),
+    or None."""
     etype = event.type
-    if etype != "assistant/chunk" and etype != "assistant/message":
+    if etype not in USAGE_TYPES:
         return None
     data = event.data
-    if not isinstance(data, dict):
-        return None
-    turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
-    if etype == "assistant/chunk":
-        chunk = data.get("chunk")
-        if not isinstance(chunk, dict) or chunk.get("type") != "usage":
-            return None
-        usage = token_usage(chunk.get("usage"))
-        if usage is None:
-            return None
-        return UsageSample(turn, step, usage, None, False, event.seq, event.time)
-    usage = token_usage(data.get("usage"))
+    usage = token_usage(usage_of(etype, data))
     if usage is None:
         return None
-    model = source_model(data.get("message"))
-    return UsageSample(turn, step, usage, model, True, event.seq, event.time)
+    turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
+    if etype == "assistant/message":
+        model = source_model(data.get("message"))
+        return UsageSample(turn, step, usage, model, True, event.seq, event.time)
+    return UsageSample(turn, step, usage, None, False, event.seq, event.time)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -492,12 +487,8 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
                 calls[call.call_id] = call
             out.append(call)
         elif etype == "tool/result":
-            message = data.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
             meta = data.get("meta")
-            for part in content if isinstance(content, list) else ():
-                if not isinstance(part, dict):
-                    continue
+            for part in tool_result_parts(data.get("message")):
                 call_id = part.get("toolCallId")
                 target = calls.get(call_id) if isinstance(call_id, str) else None
                 if target is None or target.result is not None:

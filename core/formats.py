@@ -6,15 +6,22 @@ writes a V5 whose only change from V4 is the header's `version` (its migration
 `session-format-v4-to-v5` is the identity on every event). What differs, and where
 this module decides it:
 
-| rule | V0, V1 | V2 to V5 |
-|---|---|---|
-| file name (`generation_of`) | `session.jsonl` (V1 is never written by itself) | `session.vN.jsonl` |
-| rows (`packed_rows`) | one event per row, or a packed chunk row (`seq0`) | one event per row |
-| header (`header_keys`) | open: `seedLength` is the inherited count | closed key set with `isSeeded` |
-| the seed cut (`seeded_by_marker`) | `seedLength` | the seq of the last `session/end-seed` whose data says `"inherited": true` |
-| assistant output | `assistant/chunk` events beside `assistant/message` | the stream inside `assistant/message.data.stream`; unclaimed streams are `assistant/attempt` |
-| tool results (`tool_result_parts`) | a user-role message holding `tool-result` parts (V4 too: to V3) | V4 and V5: a `role: "tool"` message whose content is the result |
-| usage (`usage_of`) | usage chunks and `assistant/message.usage` | `assistant/message.usage`, else the last usage chunk of its stream, and `assistant/attempt` streams |
+- file name (`generation_of`): V0 `session.jsonl`; V2+ `session.vN.jsonl` (V1 is an
+  intermediate dsh never publishes by itself);
+- rows (`packed_rows`): V0/V1 one event per row or a packed chunk row (`seq0`); V2+
+  one event per row, always with its `seq`;
+- header: V0/V1 open, `seedLength` is the inherited count; V2+ a closed key set with
+  `isSeeded` (`CLOSED_HEADER_KEYS`);
+- the seed cut (`seeded_by_marker`): V0/V1 `seedLength`; V2+ the seq of the last
+  `session/end-seed` whose data says `"inherited": true`;
+- assistant output: V0/V1 `assistant/chunk` events beside `assistant/message`; V2+
+  the stream inside `assistant/message.data.stream`, unclaimed streams as
+  `assistant/attempt`;
+- tool results (`tool_result_parts`): to V3 a user-role message holding `tool-result`
+  parts; V4+ a `role: "tool"` message whose content is the result;
+- usage (`usage_of`): V0/V1 usage chunks and `assistant/message.usage`; V2+
+  `assistant/message.usage`, else the last usage chunk of its stream, and the streams
+  of `assistant/attempt`.
 
 The readers (`logfile`, `summary`, `index`) ask this module which rules a header's
 version brings; what they hand on (`SessionEvent`s with their seqs, and a header

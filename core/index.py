@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import os
 import threading
 import time
@@ -49,6 +50,7 @@ from typing import Any, Final, overload
 import orjson
 import zstandard
 
+from . import formats
 from .codec import PACKED_TAGS, RecordError, expand_record, packed_count, parse_header
 from .logfile import (
     Encoding,
@@ -192,6 +194,10 @@ class _Indexer:
         self.increasing = True
         self.utf8 = True  # every batch so far is UTF-8 (a full read fails on any byte that is not)
         self.stopped = False
+        #: What the header's version makes of the rows (`formats`): packed chunk rows
+        #: (V0, V1), the seed cut by the last inherited marker (V2+).
+        self.packed_rows = True
+        self.marker_cut = False
         self.batch_file_start = 0  # zstd: compressed offset of the batch's first frame
         self._first_seq: int | None = None  # first seq of the line last decoded
         self.last_line: bytes | None = None  # the last non-blank record line consumed
@@ -249,7 +255,7 @@ class _Indexer:
         except orjson.JSONDecodeError as exc:
             return _Stop(f"line {line_no} is not valid JSON ({exc})", ProblemKind.CORRUPT)
         try:
-            events = expand_record(obj)
+            events = expand_record(obj, packed_rows=self.packed_rows)
         except RecordError as exc:
             return _Stop(f"line {line_no}: {exc}", exc.kind)
         return events
@@ -341,7 +347,12 @@ class _Indexer:
                     head = decode_head(line)
                 except HeadError:
                     head = None
-            if head is not None and head.seq0 is not None and head.type in _PACKED_STR:
+            if (
+                self.packed_rows
+                and head is not None
+                and head.seq0 is not None
+                and head.type in _PACKED_STR
+            ):
                 stop = self._packed(line, line_no, head.type)
             elif head is not None and head.type not in _STRUCTURAL_STR:
                 # A plain event alone (a batch with an odd line in it).
@@ -512,7 +523,19 @@ class _Indexer:
         self._ended = result[-1].type == TURN_END
         self._check_events(result, line_no)
         self.builder.feed(result)
+        if self.marker_cut:
+            for event in result:
+                if formats.is_inherited_marker(event.type, event.data):
+                    self._inherited_marker(event.seq)
         return None
+
+    def _inherited_marker(self, seq: int) -> None:
+        """A V2+ `session/end-seed {"inherited": true}` (LogReader._inherited_marker)."""
+        header = self.header
+        if header is None or not header.is_seeded:
+            return  # the full reader names the odd marker; the summary has it too
+        self.header = dataclasses.replace(header, seed_length=seq)
+        self.builder.seed_length = seq
 
     def consume_long(self, pos: int, line_end: int, first: bytes) -> _Stop | None:
         """Index the one raw line at `pos`–`line_end` (its newline), too long to hold:
@@ -591,13 +614,19 @@ class _Indexer:
             problems = [
                 LogProblem(ProblemKind.BAD_HEADER, "the first line is not valid JSON", line=1)
             ]
+        if header is not None:
+            mismatch = formats.name_mismatch(self.path.name, header.version)
+            if mismatch is not None:
+                problems.append(LogProblem(ProblemKind.BAD_HEADER, mismatch, line=1))
         self.problems.extend(problems)
         self.header = header
-        if header is None:
-            self.stopped = True
-        else:
-            self.builder = TimelineBuilder(header.seed_length or 0)
-        return header is not None
+        if header is None or not formats.known(header.version):
+            self.stopped = True  # no session, or a version whose rows are not read
+            return False
+        self.packed_rows = formats.packed_rows(header.version)
+        self.marker_cut = formats.seeded_by_marker(header.version)
+        self.builder = TimelineBuilder(header.seed_length or 0)
+        return True
 
 
 # -- reading the file ----------------------------------------------------------------

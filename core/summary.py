@@ -520,7 +520,9 @@ def _scan(
     )
 
 
-def _count_records(records: bytes, *, packed_rows: bool = True) -> tuple[int, Any, list[str]] | None:
+def _count_records(
+    records: bytes, *, packed_rows: bool = True
+) -> tuple[int, Any, list[str]] | None:
     """(events, the last record decoded, the turn types in order) of the record
     lines `records` (newline-separated, no final newline), when every line is one
     JSON value with a string type and its seqs follow on from 0 (packed rows
@@ -625,10 +627,7 @@ def inherited_cut_between(buf: bytes | mmap.mmap, start: int, end: int) -> int |
         if obj is None:
             return None
         seq = obj.get("seq")
-        if (
-            formats.is_inherited_marker(obj.get("type"), obj.get("data"))
-            and type(seq) is int
-        ):
+        if formats.is_inherited_marker(obj.get("type"), obj.get("data")) and type(seq) is int:
             return seq
         pos = buf.rfind(_END_SEED, start, pos)
     return None

@@ -34,13 +34,15 @@ import orjson
 
 from .codec import PACKED_TAGS, RecordError, expand_record, parse_header, plain_header_values
 from .content import TokenUsage, header_model, source_model, token_usage
+from .formats import RETRY_STARTED, USAGE_TYPES, packed_rows, seeded_by_marker, usage_of
+from .formats import known as known_version
 from .lineage import link_sessions
 from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
 from .records import MAX_HEADER_LINE
 from .root import discover, layout_session_id, no_gc
-from .summary import HeaderState
+from .summary import HeaderState, inherited_cut_between
 
 if TYPE_CHECKING:
     from .prices import PriceTable
@@ -308,9 +310,11 @@ class UsageFold:
         own = seq >= self.seed_length
         now = _ms(time, self._last_time)
         totals = self.own_totals if own else self.inherited_totals
-        if etype == "assistant/chunk" or etype == "assistant/message":
+        if etype in USAGE_TYPES:
             if isinstance(data, dict):
                 self._sample(etype, data, own, time)
+        elif etype == RETRY_STARTED:
+            self._retry(data)
         elif etype == "request/header":
             if isinstance(data, dict):
                 header = data.get("header")
@@ -340,18 +344,22 @@ class UsageFold:
             totals.active_ms += max(0, end - start)
             self._open = None
 
+    def _retry(self, data: Any) -> None:
+        """`llm/retry-started` for the slot's (turn, step) empties the slot: the retried
+        attempt's usage adds to the failed one's instead of replacing it (dsh's
+        `usage-projection.ts`; both attempts were billed)."""
+        last = self._last
+        if last is None or not isinstance(data, dict):
+            return
+        turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
+        if last.turn == turn and last.step == step:
+            self._last = None
+
     def _sample(self, etype: str, data: dict[str, Any], own: bool, time: int | float) -> None:
-        if etype == "assistant/chunk":
-            chunk = data.get("chunk")
-            if not isinstance(chunk, dict) or chunk.get("type") != "usage":
-                return
-            usage = token_usage(chunk.get("usage"))
-            model = None
-        else:
-            usage = token_usage(data.get("usage"))
-            model = source_model(data.get("message"))
+        usage = token_usage(usage_of(etype, data))
         if usage is None:
             return
+        model = source_model(data.get("message")) if etype == "assistant/message" else None
         turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
         key = _key(model or self._model, time)
         last = self._last
@@ -544,6 +552,7 @@ def combine(
 #: Substrings a line must hold to matter to the fold (others are skipped undecoded).
 USAGE_NEEDLES: Final = (
     b'"usage"',
+    b"retry-started",
     b"request/header",
     b'"turn/',
     b"tool/call",
@@ -587,6 +596,14 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     # lines are streamed text chunks that hold none of the needles), then decode
     # just those, in file order. The header line (offset 0) is never an event.
     header_end = data.find(b"\n") + 1
+    try:
+        header = orjson.loads(data[: header_end - 1])
+    except orjson.JSONDecodeError:
+        return None
+    version = header.get("version") if isinstance(header, dict) else None
+    if not known_version(version):
+        return fold  # a version whose rows are not read (`LogReader` reads none either)
+    packed = packed_rows(version)
     starts: set[int] = set()
     find, rfind = data.find, data.rfind
     for needle in USAGE_NEEDLES:
@@ -598,7 +615,6 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
             at = find(needle, end)
     feed = fold.feed_one
     loads = orjson.loads
-    packed = PACKED_TAGS
     for start in sorted(starts):
         try:
             obj = loads(data[start : find(b"\n", start)])
@@ -607,14 +623,14 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
         # A plain event, checked as `expand_record` checks it (packed rows go there).
         etype = obj.get("type") if isinstance(obj, dict) else None
         seq = obj.get("seq") if etype is not None else None
-        if type(etype) is str and type(seq) is int and etype not in packed:
+        if type(etype) is str and type(seq) is int and etype not in PACKED_TAGS:
             time = obj.get("time", 0)
             if not isinstance(time, int | float) or isinstance(time, bool):
                 time = 0
             feed(etype, seq, time, obj.get("data"))
             continue
         try:
-            events = expand_record(obj)
+            events = expand_record(obj, packed_rows=packed)
         except RecordError:
             return None
         for event in events:
@@ -757,11 +773,20 @@ def _raw_header(data: bytes) -> _HeaderLinks | None:
     values = plain_header_values(obj)
     if values is not None:
         h = HeaderState._make(values)
-        return _HeaderLinks(h.id, h.created_at, h.parent_session, h.seed_length)
-    header, _problems = parse_header(obj)
-    if header is None:
-        return None
-    return _HeaderLinks(header.id, header.created_at, header.parent_session, header.seed_length)
+        links = _HeaderLinks(h.id, h.created_at, h.parent_session, h.seed_length)
+        version, seeded = h.version, h.is_seeded
+    else:
+        header, _problems = parse_header(obj)
+        if header is None or not known_version(header.version):
+            return None
+        links = _HeaderLinks(header.id, header.created_at, header.parent_session, None)
+        links = links._replace(seed_length=header.seed_length)
+        version, seeded = header.version, header.is_seeded
+    if seeded_by_marker(version) and seeded:
+        # V2+: the inherited count is the last inherited marker's seq (as the listing)
+        cut = inherited_cut_between(data, first_nl, end)
+        return None if cut is None else links._replace(seed_length=cut)
+    return links
 
 
 def _pack_logged(logged: _Logged) -> object:

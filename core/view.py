@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from .codec import RecordError, expand_record
 from .content import Block, header_model, turn_blocks, usage_sample
+from .formats import USAGE_TYPES
 from .logfile import Encoding
 from .longline import LONG_LINE, LinePlace, LongRecord, lines
 from .model import TURN_END, LogProblem, SessionEvent
@@ -83,7 +84,10 @@ def _may_be_sample(etype: str, data: object) -> bool:
     if etype == "assistant/chunk":
         chunk = data.get("chunk")
         return isinstance(chunk, dict) and chunk.get("type") == "usage"
-    return etype == "assistant/message" and data.get("usage") is not None
+    if etype == "assistant/message" and data.get("usage") is not None:
+        return True
+    # V2+: the usage may be a chunk inside the stream (`formats.usage_of`)
+    return etype in USAGE_TYPES and "stream" in data
 
 
 class SessionView:

@@ -25,12 +25,24 @@ BUCKETS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",
 
 
 def reference(events: list[SessionEvent], seed: int, part: str) -> dict[str, Any]:
-    """A plain re-statement of the rule: collect samples, let a sample replace the one
-    just before it when they name the same (turn, step), then sum one side of the seed."""
+    """A plain re-statement of dsh's rule (`usage-projection.ts`): collect samples, let a
+    sample replace the one just before it when they name the same (turn, step), unless
+    an `llm/retry-started` for that (turn, step) came between (the retried attempt adds),
+    then sum one side of the seed. A sample is a usage chunk (V0/V1), an
+    `assistant/message`'s usage or else its stream's last usage chunk, or an
+    `assistant/attempt`'s stream's last usage chunk (V2+)."""
     samples: list[dict[str, Any]] = []  # each: turn, step, usage, model, seq
     header_model = None
+    slot_open = False  # the last sample may be replaced
     for e in events:
         d = e.data if isinstance(e.data, dict) else {}
+        if e.type == "llm/retry-started":
+            if samples and (samples[-1]["turn"], samples[-1]["step"]) == (
+                d.get("turn"),
+                d.get("step"),
+            ):
+                slot_open = False
+            continue
         if e.type == "request/header":
             cfg = (
                 (d.get("header") or {}).get("config") if isinstance(d.get("header"), dict) else None
@@ -44,8 +56,18 @@ def reference(events: list[SessionEvent], seed: int, part: str) -> dict[str, Any
         if e.type == "assistant/chunk" and isinstance(d.get("chunk"), dict):
             if d["chunk"].get("type") == "usage":
                 usage = d["chunk"].get("usage")
-        elif e.type == "assistant/message":
-            usage = d.get("usage")
+        elif e.type in ("assistant/message", "assistant/attempt"):
+            usage = d.get("usage") if e.type == "assistant/message" else None
+            if usage is None and isinstance(d.get("stream"), list):
+                chunks = [
+                    m["chunk"]
+                    for m in d["stream"]
+                    if isinstance(m, dict)
+                    and m.get("type") == "chunk"
+                    and isinstance(m.get("chunk"), dict)
+                    and m["chunk"].get("type") == "usage"
+                ]
+                usage = chunks[-1].get("usage") if chunks else None
             src = (
                 (d.get("message") or {}).get("source")
                 if isinstance(d.get("message"), dict)
@@ -79,10 +101,15 @@ def reference(events: list[SessionEvent], seed: int, part: str) -> dict[str, Any
             "model": model or header_model or "unknown",
             "seq": e.seq,
         }
-        if samples and (samples[-1]["turn"], samples[-1]["step"]) == (s["turn"], s["step"]):
+        if (
+            slot_open
+            and samples
+            and (samples[-1]["turn"], samples[-1]["step"]) == (s["turn"], s["step"])
+        ):
             samples[-1] = s
         else:
             samples.append(s)
+        slot_open = True
     mine = [s for s in samples if (s["seq"] >= seed) == (part == "own")]
     out: dict[str, Any] = {b: sum(s["usage"][b] for s in mine) for b in BUCKETS}
     out["calls"] = len(mine)
