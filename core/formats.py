@@ -36,8 +36,10 @@ TnzGit/deepseek-harness at c5e3fc58), summarized in `docs/formats.md`.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 #: The versions this reader reads exactly.
@@ -83,6 +85,32 @@ def generation_of(name: str) -> int | None:
     if match is None:
         return None
     return int(match.group(1)) if match.group(1) else 0
+
+
+def superseded(names: Iterable[str]) -> set[str]:
+    """The generation files among `names` (one folder's entries) that a higher
+    generation supersedes: dsh runs a session from its numerically highest canonical
+    generation and keeps the older files untouched beside it, as history."""
+    found = [(v, n) for n in names if (v := generation_of(n)) is not None]
+    if len(found) < 2:
+        return set()
+    top = max(v for v, _ in found)
+    return {n for v, n in found if v < top}
+
+
+def generations(path: Path) -> list[tuple[int, Path]]:
+    """(version, path) of every generation file in a log's folder, newest first: the
+    log itself and the history dsh keeps beside it. Just the log when its name is not
+    a canonical generation name, or its folder cannot be listed."""
+    if generation_of(path.name) is None:
+        return []
+    try:
+        with os.scandir(path.parent) as it:
+            names = [e.name for e in it if e.is_file()]
+    except OSError:
+        return []
+    found = [(v, path.parent / n) for n in names if (v := generation_of(n)) is not None]
+    return sorted(found, key=lambda item: (-item[0], item[1].name))
 
 
 def generation_name(version: int, *, zstd: bool) -> str:

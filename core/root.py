@@ -27,6 +27,14 @@ import orjson
 import zstandard
 
 from .codec import encode_records, parse_header
+from .formats import (
+    NEWEST_VERSION,
+    generation_name,
+    generations,
+    seeded_by_marker,
+    superseded,
+)
+from .formats import known as known_version
 from .index import (
     INDEX_THRESHOLD,
     ZSTD_INDEX_THRESHOLD,
@@ -40,6 +48,7 @@ from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import Lineage, LineageNode, Links, build_lineage, link_key, link_sessions
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
+    END_SEED,
     FORMAT_VERSION,
     LogProblem,
     ProblemKind,
@@ -73,7 +82,6 @@ from .writer import (
     _no_fault,
     cleanup_root_temporaries,
     encode_new_log,
-    log_name,
     write_new_file,
 )
 
@@ -236,8 +244,13 @@ def _walk(
         if listing is not None:
             listing.append((folder, st))
         subdirs: list[_Folder] = []
+        # One session per folder: the highest generation is the log, older ones its
+        # history (a session folder holds one entry, or two with dsh's session.lock).
+        older = superseded([e.name for e in entries]) if len(entries) > 1 else None
         for entry in entries:
             name = entry.name
+            if older and name in older:
+                continue
             try:
                 if entry.is_dir():
                     if name in SKIP_DIRS:
@@ -1030,7 +1043,9 @@ class SessionRoot:
         problems.extend(lineage.problems.get(summary.path, ()))
         parent_path = lineage.parent_of.get(summary.path)
         if check_seed and header is not None and header.seed_length is not None and parent_path:
-            problems.extend(self._seed_problems(header, events, parent_path))
+            parent_log = parent_generation(parent_path, header.version)
+            if parent_log is not None:
+                problems.extend(self._seed_problems(header, events, parent_log))
         return LoadedSession(
             exact,
             contents.events,
@@ -1062,10 +1077,15 @@ class SessionRoot:
         header = indexed.header
         events = LazyEvents(indexed)
         seeded = header is not None and header.seed_length is not None and parent_path
-        if check_seed and seeded and header is not None and parent_path is not None:
+        parent_log = (
+            None
+            if header is None or parent_path is None
+            else parent_generation(parent_path, header.version)
+        )
+        if check_seed and seeded and header is not None and parent_log is not None:
             seed = header.seed_length or 0
-            if not _same_seed_bytes(indexed, parent_path, seed):
-                problems.extend(self._seed_problems(header, events, parent_path))
+            if not _same_seed_bytes(indexed, parent_log, seed):
+                problems.extend(self._seed_problems(header, events, parent_log))
         return LoadedSession(
             indexed.summary,
             events,
@@ -1080,6 +1100,8 @@ class SessionRoot:
     def _seed_problems(
         self, header: SessionHeader, events: Sequence[SessionEvent], parent_path: Path
     ) -> list[LogProblem]:
+        """The child's seed against its parent's prefix, event by event (`parent_path`
+        is the parent's generation in the child's version: `parent_generation`)."""
         seed = header.seed_length or 0
         parent_reader = LogReader(parent_path)
         parent_events = parent_reader.read().events
@@ -1154,6 +1176,13 @@ class SessionRoot:
                 f"{source.path} has no readable session header, so it cannot be forked",
             )
         header = loaded.summary.header
+        version = header.version
+        if not known_version(version):
+            raise SessionForkError(
+                ForkErrorCode.UNSUPPORTED_VERSION,
+                f"{source.path} is in format version {version!r}, which turnline does not "
+                f"read (it reads versions 0 to {NEWEST_VERSION}); nothing was written",
+            )
         events = loaded.events
         seed_length = check_boundary(
             header.id,
@@ -1165,19 +1194,42 @@ class SessionRoot:
             last_seq=events[-1].seq if events else None,
         )
         cid = child_id if child_id is not None else new_session_id()
-        child = SessionHeader(
-            id=cid,
-            created_at=int(time.time() * 1000),
-            version=FORMAT_VERSION,
-            cwd=header.cwd,
-            parent_session=header.id,
-            seed_length=seed_length,
-            delegation_depth=0,  # a user fork: dsh's fork writes 0, whatever the parent's
-        )
-        # dsh's Session constructor appends this right after any seed (an empty one too).
-        marker = end_seed_event(seed_length, child.created_at)
+        created = int(time.time() * 1000)
+        # The child is written in its parent's version, as dsh's fork of that version
+        # writes it (dsh's `fork.ts` / `buildForkSeed`, `format.ts`'s header).
+        marker_cut = seeded_by_marker(version)
+        if marker_cut:
+            # V2+: the closed key set with isSeeded (no seedLength), the parent's cwd and
+            # agent preset; the seed's end is the `{"inherited": true}` marker at seq
+            # boundary + 1, timed as the boundary's event.
+            child = SessionHeader(
+                id=cid,
+                created_at=created,
+                version=version,
+                cwd=header.cwd,
+                parent_session=header.id,
+                seed_length=seed_length,  # the logical count; not written (isSeeded)
+                delegation_depth=0,
+                agent_preset=header.agent_preset,
+                is_seeded=True,
+            )
+            at = events[seed_length - 1].time if seed_length else created
+            marker = SessionEvent(END_SEED, seed_length, at, {"inherited": True})
+        else:
+            child = SessionHeader(
+                id=cid,
+                created_at=created,
+                version=FORMAT_VERSION if version is None else version,
+                cwd=header.cwd,
+                parent_session=header.id,
+                seed_length=seed_length,
+                delegation_depth=0,  # a user fork: dsh's fork writes 0, whatever the parent's
+            )
+            # dsh's Session constructor appends this right after any seed (an empty one too).
+            marker = end_seed_event(seed_length, child.created_at)
         encoding = self.encoding
-        final = session_dir(self.path, cid, header.cwd) / log_name(encoding)
+        name = generation_name(child.version or 0, zstd=encoding is Encoding.ZSTD)
+        final = session_dir(self.path, cid, header.cwd) / name
         real_root = os.path.realpath(self.path)
         real_target = os.path.realpath(final.parent)
         if os.path.commonpath([real_root, real_target]) != real_root:
@@ -1196,6 +1248,8 @@ class SessionRoot:
             and loaded.summary.encoding is Encoding.RAW
             and seed_length
             and (seed_length - 1) in loaded.end_offsets
+            # a dsh test snapshot's rows lack seq and time: the child gets them written
+            and not any(p.kind is ProblemKind.PROJECTED for p in loaded.problems)
         ):
             # A packed row never holds a turn/end, so the parent's bytes up to the
             # boundary line are exactly the seed: copy them instead of re-encoding.
@@ -1203,7 +1257,7 @@ class SessionRoot:
             copied = FileRange(source.path, start, end)
             chunks = [child.to_json_line(), copied, *encode_records([marker])]
         else:
-            chunks = [encode_new_log(child, [*seed, marker], encoding)]
+            chunks = [encode_new_log(child, [*seed, marker], encoding, pack=not marker_cut)]
         try:
             written = write_new_file(final, chunks, fault=fault)
         except LogExistsError as exc:
@@ -1222,6 +1276,21 @@ class SessionRoot:
             summary = summarize(final, cid)
         self.update(summary)
         return ForkResult(summary, header.id, seed_length - 1 if seed_length else None, written)
+
+
+def parent_generation(parent_path: Path, version: int | None) -> Path | None:
+    """The parent's log to compare a child's seed with: the parent's generation in the
+    child's format version (a child seeded from a V0 parent keeps V0 seqs after dsh
+    migrated the parent to V5; the V0 file stays beside it). None when the parent's
+    folder holds no generation of that version: then no exact comparison exists."""
+    found = generations(parent_path)
+    if not found:
+        return parent_path  # not a canonical generation name: the log itself
+    want = 0 if version is None else version
+    for have, path in found:
+        if have == want or (have == 0 and want == 1):
+            return path
+    return None
 
 
 #: One unit's result: its logs as (path, layout id, summary state or None when the

@@ -23,6 +23,8 @@ class ForkErrorCode(StrEnum):
     SESSION_ALREADY_EXISTS = "SESSION_ALREADY_EXISTS"
     INVALID_BOUNDARY = "INVALID_BOUNDARY"
     WRITE_FAILED = "WRITE_FAILED"
+    #: The parent's format version is one turnline does not read (`formats.known`).
+    UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION"
 
 
 class SessionForkError(Exception):

@@ -34,6 +34,7 @@ from typing import Final, TypeAlias, cast
 
 import watchfiles
 
+from .formats import generation_of
 from .logfile import Encoding, LogReader, encoding_of
 from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import count_turns, session_title, user_title
@@ -98,8 +99,10 @@ class SessionRemoved:
         path: The log as it was known.
         session_id: Its session id.
         moved_to: Set when the same file (device and inode) turned up at another path
-            in the same batch (its folder or a folder above it was renamed): that
-            path's `SessionAdded` is in the batch too, so a reader can follow it.
+            in the same batch (its folder or a folder above it was renamed), or when
+            a newer generation of the same session (`formats.generations`) appeared
+            beside it and became the session's log: that path's `SessionAdded` is in
+            the batch too, so a reader can follow it.
     """
 
     path: Path
@@ -657,13 +660,38 @@ class RootWatcher:
             self._candidates[path] = key
             return []
         self._candidates.pop(path, None)
+        replaced = self._older_generations(path)
+        if replaced is None:
+            return []  # a newer generation of this session is the log already
         fallback = layout_id if layout_id is not None else str(path)
         if summary is None:
             summary = summarize(path, layout_id)
         tracked = _Tracked(summary, _resume(summary), fallback, key)
         self._tracked[path] = tracked
         self.root.update(summary)
-        return [SessionAdded(summary)]
+        # dsh wrote a newer generation beside the log (it migrated the session when it
+        # opened it for writing): the new file is the session now, the old one history.
+        gone = [replace(self._drop(old, self._tracked[old]), moved_to=path) for old in replaced]
+        return [*gone, SessionAdded(summary)]
+
+    def _older_generations(self, path: Path) -> list[Path] | None:
+        """The tracked logs that the generation file `path` supersedes (same folder,
+        lower generation), or None if a tracked one there supersedes `path`."""
+        version = generation_of(path.name)
+        if version is None:
+            return []
+        older: list[Path] = []
+        for other in self._tracked:
+            if other.parent != path.parent or other == path:
+                continue
+            theirs = generation_of(other.name)
+            if theirs is None:
+                continue
+            if theirs > version:
+                return None
+            if theirs < version:
+                older.append(other)
+        return older
 
     def _drop(self, path: Path, tracked: _Tracked) -> SessionRemoved:
         del self._tracked[path]

@@ -51,15 +51,20 @@ def log_name(encoding: Encoding) -> str:
 
 
 def encode_new_log(
-    header: SessionHeader, events: Sequence[SessionEvent], encoding: Encoding
+    header: SessionHeader,
+    events: Sequence[SessionEvent],
+    encoding: Encoding,
+    *,
+    pack: bool = True,
 ) -> bytes:
-    """The bytes of a whole new log in the given encoding."""
+    """The bytes of a whole new log in the given encoding; `pack` packs chunk runs
+    (V0 and V1 only: from V2 on every row is one event, `formats.packed_rows`)."""
     if encoding is Encoding.RAW:
-        return header.to_json_line() + b"".join(encode_records(events))
+        return header.to_json_line() + b"".join(encode_records(events, pack=pack))
     cctx = zstandard.ZstdCompressor(level=3, write_checksum=True)
     frames = [cctx.compress(header.to_json_line())]
     for start in range(0, len(events), ZSTD_BATCH):
-        body = b"".join(encode_records(events[start : start + ZSTD_BATCH]))
+        body = b"".join(encode_records(events[start : start + ZSTD_BATCH], pack=pack))
         frames.append(cctx.compress(body))
     return b"".join(frames)
 
