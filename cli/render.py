@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from turnline.core.formats import history_text
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
@@ -204,9 +205,14 @@ def show_lines(view: SessionView, width: int) -> list[str]:
         _plural(len(view.turns), "turn"),
         str(summary.encoding),
     ]
+    if header is not None:
+        facts.append(f"format v{header.version if header.version is not None else 0}")
     if header is not None and header.cwd is not None:
         facts.append(f"cwd {one_line(header.cwd, 60)}")
     lines.append("        " + " · ".join(facts))
+    older = history_text(summary.path)
+    if older is not None:
+        lines.append(f"also    {one_line(older)}")
     seed = view.seed_length
     parent = summary.parent_session
     if parent is not None:

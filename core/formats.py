@@ -113,6 +113,20 @@ def generations(path: Path) -> list[tuple[int, Path]]:
     return sorted(found, key=lambda item: (-item[0], item[1].name))
 
 
+def history(path: Path) -> list[tuple[int, Path]]:
+    """The older generations kept beside a log (`generations` without the log itself):
+    what `show` and the detail pane list as "also: session.jsonl (v0)"."""
+    return [(v, p) for v, p in generations(path) if p.name != path.name]
+
+
+def history_text(path: Path) -> str | None:
+    """`session.jsonl (v0), session.v3.jsonl (v3)` for a log with history, else None."""
+    older = history(path)
+    if not older:
+        return None
+    return ", ".join(f"{p.name} (v{v})" for v, p in older)
+
+
 def generation_name(version: int, *, zstd: bool) -> str:
     """The canonical file name of a generation (`session.jsonl`, `session.v5.jsonl.zstd`)."""
     stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"

@@ -246,6 +246,8 @@ def state_json(
         "origin": header.origin if header else None,
         "delegationDepth": header.delegation_depth if header else None,
         "path": path,
+        "format": _format_of(header),
+        "generations": [str(p) for _, p in formats.generations(Path(path))] or [path],
         "encoding": st.encoding,
         "events": st.events,
         "lastSeq": st.last_seq,
@@ -260,6 +262,17 @@ def state_json(
             *(p.to_json_dict() for p in extra_problems),
         ],
     }
+
+
+def _format_of(header: HeaderState | None) -> int | None:
+    """The format version a log is read as: its header's (0 when the header has none,
+    as some real V0 logs), None without a header or for a version that is no number."""
+    if header is None:
+        return None
+    version = header.version
+    if version is None:
+        return 0
+    return version if type(version) is int else None
 
 
 def state_link_key(path: str, state: tuple[Any, ...]) -> tuple[str, str | None, int, str, bool]:

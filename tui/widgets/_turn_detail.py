@@ -43,6 +43,7 @@ from turnline.core.content import (
     raw_events_text,
     size_words,
 )
+from turnline.core.formats import history_text
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview
 from turnline.core.root import SessionRoot
@@ -104,6 +105,8 @@ class TurnContent:
     prices: PriceTable | None = None
     prices_error: str | None = None
     root: Path | None = None
+    #: The older generations dsh keeps beside the log (`formats.history_text`).
+    history: str | None = None
 
     @property
     def shown_path(self) -> str | None:
@@ -170,7 +173,15 @@ def turn_content(
         error = exc.message
     folder = root.path if root is not None and root.single is None else None
     return TurnContent(
-        verdict, blocks, raw_events_text(events), view.path, usage, prices, error, folder
+        verdict,
+        blocks,
+        raw_events_text(events),
+        view.path,
+        usage,
+        prices,
+        error,
+        folder,
+        history_text(view.path),
     )
 
 
@@ -867,6 +878,11 @@ class TurnDetail(VerticalScroll):
             text.append("log ", style="dim")
             text.append(middle_cut(shown, max(width - 5, 20)), style="dim")
             text.append("\n")
+            if content is not None and content.history is not None:
+                # Older generations of this session, kept by dsh beside its log.
+                text.append("also ", style="dim")
+                text.append(middle_cut(content.history, max(width - 6, 20)), style="dim")
+                text.append("\n")
         if content is not None and content.usage is not None:
             text.append_text(turn_usage_lines(content.usage, content.prices))
             if content.prices_error:
