@@ -18,7 +18,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 from .clipped import Clipped, join_texts, text_length
-from .formats import USAGE_TYPES, tool_result_parts, usage_of
+from .formats import USAGE_TYPES, assistant_message, tool_result_parts, usage_of
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
 
@@ -324,7 +324,7 @@ def usage_sample(event: SessionEvent) -> UsageSample | None:
         return None
     turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
     if etype == "assistant/message":
-        model = source_model(data.get("message"))
+        model = source_model(assistant_message(data))
         return UsageSample(turn, step, usage, model, True, event.seq, event.time)
     return UsageSample(turn, step, usage, None, False, event.seq, event.time)
 
@@ -463,7 +463,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
                 if is_user_input(message) and not _seen_message(message, seen_messages):
                     out.append(UserText(message_text(message), event.seq))
         elif etype == "assistant/message":
-            message = data.get("message")
+            message = assistant_message(data)
             step = _int_or_none(data.get("step"))
             reasoning = message_text(message, kinds=("reasoning",))
             if reasoning:

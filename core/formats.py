@@ -230,6 +230,23 @@ def projected_row(obj: Any) -> Projected | None:
 # -- content shapes ---------------------------------------------------------------------
 
 
+def assistant_message(data: Any) -> dict[str, Any] | None:
+    """The message of an `assistant/message` event's data: `data.message`, or, for the
+    legacy V0 shape `{turn, step, content, provenance}` that real V0 logs hold, the
+    message dsh's v0-to-v1 step makes of it (`{role: "assistant", content, source:
+    {...provenance, kind: "model"}}`); None when there is neither."""
+    if type(data) is not dict:
+        return None
+    message = data.get("message")
+    if type(message) is dict:
+        return message
+    if "message" in data or "content" not in data:
+        return None
+    provenance = data.get("provenance")
+    source = {**provenance, "kind": "model"} if type(provenance) is dict else {"kind": "model"}
+    return {"role": "assistant", "content": data["content"], "source": source}
+
+
 def tool_result_parts(message: Any) -> list[dict[str, Any]]:
     """The `tool-result` parts of a `tool/result` event's message, as V0 to V3 write
     them (`{toolCallId, content, isError}`), whatever the version: a V4+ message is

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .formats import assistant_message
 from .model import TURN_END, TURN_START, SessionEvent
 from .records import fallback_title, session_title
 from .records import is_user_input as _is_user_input
@@ -258,7 +259,7 @@ class TimelineBuilder:
                 if self._first_user is None and current.user.strip():
                     self._first_user = current.user
         elif etype == "assistant/message":
-            text = message_text(data.get("message"))
+            text = message_text(assistant_message(data))
             if text:
                 current.assistant = text
         elif etype == "agent/inbox/spliced" and not current.inbox_user:

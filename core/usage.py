@@ -34,7 +34,14 @@ import orjson
 
 from .codec import PACKED_TAGS, RecordError, expand_record, parse_header, plain_header_values
 from .content import TokenUsage, header_model, source_model, token_usage
-from .formats import RETRY_STARTED, USAGE_TYPES, packed_rows, seeded_by_marker, usage_of
+from .formats import (
+    RETRY_STARTED,
+    USAGE_TYPES,
+    assistant_message,
+    packed_rows,
+    seeded_by_marker,
+    usage_of,
+)
 from .formats import known as known_version
 from .lineage import link_sessions
 from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
@@ -359,7 +366,7 @@ class UsageFold:
         usage = token_usage(usage_of(etype, data))
         if usage is None:
             return
-        model = source_model(data.get("message")) if etype == "assistant/message" else None
+        model = source_model(assistant_message(data)) if etype == "assistant/message" else None
         turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
         key = _key(model or self._model, time)
         last = self._last

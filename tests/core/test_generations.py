@@ -1,0 +1,367 @@
+"""dsh's format generations: names, headers, dsh's own V5 logs, forks in the parent's
+generation, one session per folder, and versions newer than turnline reads."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from turnline.core import formats
+from turnline.core.logfile import read_log
+from turnline.core.model import ProblemKind
+from turnline.core.root import SessionRoot
+from turnline.core.store import ForkErrorCode, SessionForkError
+from turnline.core.summary import from_contents, summarize
+from turnline.core.usage import fold_log, root_usage
+from turnline.core.view import SessionView
+from turnline.core.watcher import RootWatcher, SessionAdded, SessionRemoved
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "dsh-generations"
+V5_SAMPLES = sorted((DATA / "v5").rglob("session.v5.jsonl"))
+
+#: Usage of two of dsh's samples as dsh's token meter folds them (the fact sheet's
+#: twin table, `../shared/docs/dsh-format-generations.md` §7): in, out, cache read, write.
+SAMPLE_USAGE = {
+    "empty-response-retry-current": (12, 3, 0, 0),
+    "escalation-rejected": (1578, 243, 1664, 0),
+}
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def write_lines(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def persisted(rows: list[dict[str, Any]], *, sid: str = "s1", t0: int = 1_790_000_000_000) -> list:
+    """A projected snapshot with the envelope a real log has: seq = row, a time each,
+    the row keys in dsh's order (type, seq, time, data, then the rest)."""
+    header = {**rows[0], "id": sid, "cwd": "/work/project"}
+    out: list[dict[str, Any]] = [header]
+    for seq, row in enumerate(rows[1:]):
+        rest = {k: v for k, v in row.items() if k not in ("type", "data")}
+        out.append({"type": row["type"], "seq": seq, "time": t0 + seq, "data": row["data"], **rest})
+    return out
+
+
+# -- names -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        ("session.jsonl", 0),
+        ("session.jsonl.zstd", 0),
+        ("session.v1.jsonl", 1),
+        ("session.v5.jsonl", 5),
+        ("session.v12.jsonl.zstd", 12),
+        ("session.v0.jsonl", None),  # version 0 keeps the suffix-only name
+        ("session.v05.jsonl", None),  # no leading zero
+        ("session.V5.jsonl", None),  # lowercase only
+        ("session.1.jsonl", None),  # a snapshot child, not a generation
+        ("session.1.v5.jsonl", None),
+        (".turnline-tmp-session.v5.jsonl", None),
+        ("other.jsonl", None),
+    ],
+)
+def test_generation_names(name: str, version: int | None) -> None:
+    assert formats.generation_of(name) == version
+
+
+def test_superseded_keeps_only_the_highest_generation() -> None:
+    names = ["session.jsonl", "session.v3.jsonl", "session.v5.jsonl", "session.lock"]
+    assert formats.superseded(names) == {"session.jsonl", "session.v3.jsonl"}
+    assert formats.superseded(["session.jsonl", "session.lock"]) == set()
+    # snapshot children are separate logs, never history
+    assert formats.superseded(["session.jsonl", "session.1.jsonl"]) == set()
+    assert formats.generation_name(5, zstd=True) == "session.v5.jsonl.zstd"
+    assert formats.generation_name(0, zstd=False) == "session.jsonl"
+
+
+# -- dsh's own V5 logs ---------------------------------------------------------------------
+
+
+def test_the_v5_samples_are_dshs_eleven() -> None:
+    assert len(V5_SAMPLES) == 11
+    assert (DATA / "NOTICE.md").is_file()
+
+
+@pytest.mark.parametrize("path", V5_SAMPLES, ids=lambda p: p.parent.name)
+def test_dsh_v5_sample_reads_whole(path: Path) -> None:
+    contents = read_log(path)
+    assert contents.header is not None
+    assert contents.header.version == 5
+    assert contents.header.is_seeded is False
+    # the only remark: these are dsh's projected test snapshots (no seq/time)
+    assert [p.kind for p in contents.problems] == [ProblemKind.PROJECTED]
+    assert len(contents.events) == len(lines_of(path)) - 1
+    assert [e.seq for e in contents.events] == list(range(len(contents.events)))
+    root = SessionRoot(path)
+    (summary,) = root.scan()
+    assert summary.header is not None and summary.header.version == 5
+    view = SessionView(root.load(summary))
+    assert view.turns, "a dsh session with no turns"
+    assert all(t.turn.end_seq is not None for t in view.turns)
+    reasons = {t.turn.reason for t in view.turns}
+    assert reasons <= {"completed", "aborted", "interrupted", "error", "blocked"}
+    assert summary.title
+    # the assistant's text and every tool call are blocks, whatever the version
+    blocks = [b for i in range(len(view.turns)) for b in view.blocks(i)]
+    kinds = {type(b).__name__ for b in blocks}
+    assert {"UserText", "AssistantText"} <= kinds
+    calls = [b for b in blocks if type(b).__name__ == "ToolCall"]
+    tool_calls = sum(e.type == "tool/call" for e in contents.events)
+    assert len(calls) == tool_calls
+    results = sum(e.type == "tool/result" for e in contents.events)
+    assert sum(c.result is not None for c in calls) == results
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLE_USAGE))
+def test_dsh_v5_sample_usage_is_dshs_fold(name: str) -> None:
+    (path,) = [p for p in V5_SAMPLES if p.parent.name == name]
+    own = fold_log(path, None).own().to_json_dict()
+    buckets = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+    assert tuple(own[b] for b in buckets) == SAMPLE_USAGE[name]
+
+
+@pytest.mark.parametrize("path", V5_SAMPLES, ids=lambda p: p.parent.name)
+def test_persisted_rows_read_as_their_projection(path: Path, tmp_path: Path) -> None:
+    """A real V5 log carries seq and time: read strictly, it gives the projection's
+    turns with no problem at all."""
+    real = write_lines(tmp_path / "--p--" / "s1" / "session.v5.jsonl", persisted(lines_of(path)))
+    projected = SessionView(SessionRoot(path).load(SessionRoot(path).scan()[0]))
+    root = SessionRoot(tmp_path)
+    (summary,) = root.scan()
+    assert summary.problems == ()
+    view = SessionView(root.load(summary))
+    assert [
+        (t.turn.number, t.turn.reason, t.turn.first_seq, t.turn.end_seq) for t in view.turns
+    ] == [(t.turn.number, t.turn.reason, t.turn.first_seq, t.turn.end_seq) for t in projected.turns]
+    tokens = {k: v for k, v in fold_log(path, None).own().to_json_dict().items() if k != "activeMs"}
+    real_tokens = fold_log(real, None).own().to_json_dict()
+    assert {k: v for k, v in real_tokens.items() if k != "activeMs"} == tokens
+    # the fast paths (the listing's byte scan, usage's byte pass) agree with the full read
+    full = from_contents(read_log(real), "s1", summary.mtime)
+    assert summarize(real) == full
+    assert fold_log(real, None, fast=True).own().to_json_dict() == (
+        fold_log(real, None, fast=False).own().to_json_dict()
+    )
+
+
+def test_a_seq_gap_in_a_persisted_v5_log_is_named(tmp_path: Path) -> None:
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    rows[5]["seq"] = 40
+    path = write_lines(tmp_path / "session.v5.jsonl", rows)
+    kinds = [p.kind for p in read_log(path).problems]
+    assert ProblemKind.SEQ_GAP in kinds
+
+
+def test_a_packed_row_in_a_v5_log_is_corrupt_not_expanded(tmp_path: Path) -> None:
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    packed = {
+        "type": "text-chunks",
+        "seq0": len(rows) - 1,
+        "time0": 1,
+        "data": {"turn": 9, "step": 1, "index": 0, "dt": [0], "texts": ["a", "b"]},
+    }
+    end = {
+        "type": "turn/end",
+        "seq": len(rows),
+        "time": 2,
+        "data": {"turn": 9, "reason": {"kind": "completed"}},
+    }
+    path = write_lines(tmp_path / "session.v5.jsonl", [*rows, packed, end])
+    kinds = [p.kind for p in read_log(path).problems]
+    assert kinds == [ProblemKind.CORRUPT]
+
+
+# -- the seed of a V2+ child --------------------------------------------------------------
+
+
+def v5_parent(tmp_path: Path, *, zstd: bool = False) -> tuple[SessionRoot, Path]:
+    """dsh's multi-turn V5 sample, persisted, as a session of a root."""
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "subagent-list-agents"]
+    path = write_lines(
+        tmp_path / "--work-project--" / "s1" / "session.v5.jsonl", persisted(lines_of(source))
+    )
+    return SessionRoot(tmp_path), path
+
+
+def test_fork_of_a_v5_session_is_written_as_dsh_writes_v5(tmp_path: Path) -> None:
+    root, parent = v5_parent(tmp_path)
+    summaries = root.scan()
+    (summary,) = summaries
+    view = SessionView(root.load(summary))
+    first = view.turns[0].turn
+    assert first.end_seq is not None
+    result = root.fork(summary, first.end_seq, "child-1")
+    path = result.child.path
+    assert path.name == "session.v5.jsonl"
+    assert path.parent.name == "child-1"
+    rows = lines_of(path)
+    header = rows[0]
+    assert list(header) == [
+        "type",
+        "version",
+        "id",
+        "createdAt",
+        "cwd",
+        "parentSession",
+        "isSeeded",
+        "delegationDepth",
+    ]
+    assert header["version"] == 5 and header["isSeeded"] is True
+    assert header["delegationDepth"] == 0 and header["parentSession"] == "s1"
+    assert "seedLength" not in header
+    boundary = first.end_seq
+    parent_rows = lines_of(parent)
+    # the seed rows byte for byte, then the inherited marker timed as the boundary's row
+    assert (
+        path.read_bytes().splitlines()[1 : boundary + 2]
+        == parent.read_bytes().splitlines()[1 : boundary + 2]
+    )
+    assert rows[-1] == {
+        "type": "session/end-seed",
+        "seq": boundary + 1,
+        "time": parent_rows[boundary + 1]["time"],
+        "data": {"inherited": True},
+    }
+    assert len(rows) == boundary + 3
+    # read back: the cut is the marker's seq, the seed its parent's, no problem
+    root2 = SessionRoot(tmp_path)
+    by_id = {s.id: s for s in root2.scan()}
+    child = by_id["child-1"]
+    assert child.seed_length == boundary + 1
+    loaded = root2.load(child)
+    assert loaded.problems == ()
+    assert loaded.parent_path == parent
+    child_view = SessionView(loaded)
+    assert [t.inherited for t in child_view.turns] == [True]
+    # a fork of the child copies both markers: the last inherited one is the cut
+    grandchild = root2.fork(child, boundary, "grandchild-1")
+    assert grandchild.child.seed_length == boundary + 1
+    fork_rows = lines_of(grandchild.child.path)
+    assert sum(r["type"] == "session/end-seed" for r in fork_rows) == 1
+
+
+def test_fork_of_a_v5_zstd_root_and_of_a_projected_sample(tmp_path: Path) -> None:
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "escalation-rejected"]
+    copy = tmp_path / "snap" / "session.v5.jsonl"
+    copy.parent.mkdir()
+    shutil.copyfile(source, copy)
+    root = SessionRoot(tmp_path)
+    (summary,) = root.scan()
+    end = SessionView(root.load(summary)).turns[-1].turn.end_seq
+    assert end is not None
+    result = root.fork(summary, end, "from-snapshot")
+    rows = lines_of(result.child.path)
+    # a projected parent's rows get the envelope a real log has (seq = row, time 0)
+    assert [r["seq"] for r in rows[1:]] == list(range(end + 2))
+    assert all("time" in r for r in rows[1:])
+    loaded = SessionRoot(tmp_path).load(summarize(result.child.path))
+    assert [p.kind for p in loaded.problems] == []
+
+
+def test_a_seeded_v5_header_without_its_marker_is_named(tmp_path: Path) -> None:
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    rows[0] = {**rows[0], "isSeeded": True, "parentSession": "p"}
+    path = write_lines(tmp_path / "session.v5.jsonl", rows)
+    contents = read_log(path)
+    assert ProblemKind.ODD_EVENT in [p.kind for p in contents.problems]
+    assert summarize(path).seed_length is None
+
+
+def test_an_untagged_end_seed_is_not_a_cut(tmp_path: Path) -> None:
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    n = len(rows) - 1
+    rows.append({"type": "session/end-seed", "seq": n, "time": 5, "data": {}})
+    rows[0] = {**rows[0], "isSeeded": False}
+    path = write_lines(tmp_path / "session.v5.jsonl", rows)
+    assert summarize(path).seed_length is None
+    assert read_log(path).problems == ()
+
+
+# -- one session per folder --------------------------------------------------------------
+
+
+def test_a_folder_with_two_generations_is_one_session(tmp_path: Path) -> None:
+    folder = tmp_path / "--work-project--" / "s1"
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    write_lines(folder / "session.v5.jsonl", rows)
+    v3 = [{**rows[0], "version": 3}, *rows[1:]]
+    write_lines(folder / "session.v3.jsonl", v3)
+    (folder / "session.lock").write_bytes(b"")
+    root = SessionRoot(tmp_path)
+    summaries = root.scan()
+    assert [s.path.name for s in summaries] == ["session.v5.jsonl"]
+    assert summaries[0].problems == ()
+    assert [v for v, _ in formats.generations(summaries[0].path)] == [5, 3]
+    assert [Path(s.path).name for s in root_usage(root).sessions] == ["session.v5.jsonl"]
+
+
+def test_the_watcher_switches_to_a_new_generation(tmp_path: Path) -> None:
+    folder = tmp_path / "--work-project--" / "s1"
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    old = write_lines(folder / "session.v3.jsonl", [{**rows[0], "version": 3}, *rows[1:]])
+    root = SessionRoot(tmp_path)
+    root.scan()
+    watcher = RootWatcher(root, poll=True, poll_interval_ms=20)
+    stop = threading.Event()
+    seen: list[Any] = []
+
+    def run() -> None:
+        for batch in watcher.watch(stop):
+            seen.extend(batch)
+            if any(isinstance(c, SessionAdded) for c in seen):
+                stop.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert watcher.primed.wait(10)
+    new = write_lines(folder / "session.v5.jsonl", rows)
+    thread.join(20)
+    stop.set()
+    removed = [c for c in seen if isinstance(c, SessionRemoved)]
+    added = [c for c in seen if isinstance(c, SessionAdded)]
+    assert [(c.path, c.moved_to) for c in removed] == [(old, new)]
+    assert [c.summary.path for c in added] == [new]
+    assert [s.path for s in root.summaries()] == [new]
+
+
+# -- newer than turnline reads -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("zstd", [False, True], ids=["raw", "zstd"])
+def test_a_v6_log_is_listed_with_its_header_and_one_problem(tmp_path: Path, zstd: bool) -> None:
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    rows[0] = {**rows[0], "version": 6, "sshTarget": {"host": "h"}}
+    rows[3] = {"type": "brand/new", "payload": 1}  # its rows are not guessed at
+    path = write_lines(tmp_path / "--work-project--" / "s1" / "session.v6.jsonl", rows)
+    if zstd:
+        import zstandard
+
+        data = path.read_bytes()
+        path.unlink()
+        path = path.with_name("session.v6.jsonl.zstd")
+        path.write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(data))
+    root = SessionRoot(tmp_path)
+    (summary,) = root.scan()
+    assert summary.id == "s1" and summary.cwd == "/work/project"
+    assert summary.events == 0 and summary.turns == 0
+    (problem,) = summary.problems
+    assert problem.kind is ProblemKind.FOREIGN_VERSION
+    assert "version 6" in problem.message and "0 to 5" in problem.message
+    loaded = root.load(summary)
+    assert [p.kind for p in loaded.problems] == [ProblemKind.FOREIGN_VERSION]
+    with pytest.raises(SessionForkError) as refused:
+        root.fork(summary, 0, "x")
+    assert refused.value.code is ForkErrorCode.UNSUPPORTED_VERSION
+    assert fold_log(path, None).own().tokens == {}

@@ -1,0 +1,150 @@
+"""The app on dsh's V5 logs: the tree shows one session per folder, the timeline and
+the detail read V5 events (with the older generation named in the header), `f` forks
+in V5, a V5 log's appends grow the timeline live, and a newer generation published
+while the app is open replaces the old one, cursor kept."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import orjson
+from textual.widgets import Static
+from turnline.core.layout import session_dir
+from turnline.tui import TurnlineApp
+from turnline.tui.screens import ForkScreen
+from turnline.tui.widgets import SessionTree, TurnTimeline
+
+from ..core.test_generations import V5_SAMPLES, lines_of, persisted, write_lines
+from .conftest import wait_for
+
+SIZE = (120, 36)
+CWD = "/work/project"
+
+
+def v5_root(root: Path) -> tuple[Path, Path]:
+    """dsh's three-turn V5 sample, persisted, with a V3 generation of it beside it."""
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "subagent-list-agents"]
+    rows = persisted(lines_of(source))
+    folder = session_dir(root, "s1", CWD)
+    older = write_lines(folder / "session.v3.jsonl", [{**rows[0], "version": 3}, *rows[1:]])
+    return write_lines(folder / "session.v5.jsonl", rows), older
+
+
+async def opened(pilot: Any, app: TurnlineApp, path: Path) -> TurnTimeline:
+    await wait_for(pilot, lambda: app.snapshot is not None)
+    app.open_session(path)
+
+    def shown() -> bool:
+        """the session's timeline"""
+        return app.view is not None and app.view.path == path and app._wanted is None
+
+    await wait_for(pilot, shown)
+    await pilot.pause()
+    return app.query_one(TurnTimeline)
+
+
+def detail_text(app: TurnlineApp) -> str:
+    return "\n".join(str(getattr(w.content, "plain", w.content)) for w in app.detail.query(Static))
+
+
+async def test_a_v5_session_shows_forks_and_grows(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    log, older = v5_root(root)
+    app = TurnlineApp(root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = await opened(pilot, app, log)
+        tree = app.query_one(SessionTree)
+        # one session for the folder: the older generation is history, not a row
+        assert tree.node_of(log) is not None and tree.node_of(older) is None
+        assert [t.reason for t in timeline.turns] == ["completed"] * 3
+        timeline.focus()
+        timeline.move_cursor(row=0)
+
+        def detail_read() -> bool:
+            """the first turn's detail"""
+            verdict = app.detail._verdict
+            return verdict is not None and verdict.index == 0 and app.detail._content is not None
+
+        await wait_for(pilot, detail_read)
+        await pilot.pause()
+        text = detail_text(app)
+        assert "also session.v3.jsonl (v3)" in text
+        assert "Call the subagent tool once" in text  # the user's prompt, from V5 events
+        assert "fork point: f forks here" in text
+
+        # a V5 log grows by whole rows with their seqs: the timeline follows
+        rows = lines_of(log)
+        n = len(rows) - 1
+        start = rows[-1]["time"] + 1
+        appended = [
+            {"type": "turn/start", "seq": n, "time": start, "data": {"turn": 4}},
+            {
+                "type": "user/message",
+                "seq": n + 1,
+                "time": start + 1,
+                "data": {
+                    "role": "user",
+                    "id": "m-live",
+                    "content": [{"type": "text", "text": "one more, live"}],
+                    "source": {"kind": "user"},
+                },
+                "surfaceOp": "append",
+            },
+            {
+                "type": "turn/end",
+                "seq": n + 2,
+                "time": start + 2,
+                "data": {"turn": 4, "reason": {"kind": "completed"}},
+            },
+        ]
+        with log.open("ab") as fh:
+            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in appended))
+        await wait_for(pilot, lambda: len(timeline.turns) == 4, timeout=20)
+        assert timeline.turns[-1].user.startswith("one more, live")
+
+        # `f` on the first turn writes a V5 child, as dsh's V5 fork does
+        timeline.focus()
+        timeline.move_cursor(row=0)
+        await pilot.pause()
+        boundary = timeline.turns[0].end_seq
+        assert boundary is not None
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        await pilot.press(*"v5-branch")
+        await pilot.press("enter")
+        child = session_dir(root, "v5-branch", CWD) / "session.v5.jsonl"
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == child)
+        header = orjson.loads(child.read_bytes().split(b"\n", 1)[0])
+        assert header["version"] == 5 and header["isSeeded"] is True
+        assert "seedLength" not in header
+        assert lines_of(child)[-1] == {
+            "type": "session/end-seed",
+            "seq": boundary + 1,
+            "time": rows[boundary + 1]["time"],
+            "data": {"inherited": True},
+        }
+        # the child shows its one inherited turn, then the divider
+        assert app.query_one(TurnTimeline).row_count == 2
+
+
+async def test_a_new_generation_replaces_the_open_session_live(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "subagent-list-agents"]
+    rows = persisted(lines_of(source))
+    folder = session_dir(root, "s1", CWD)
+    old = write_lines(folder / "session.v4.jsonl", [{**rows[0], "version": 4}, *rows[1:]])
+    app = TurnlineApp(root, tz=UTC, poll=True)
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = await opened(pilot, app, old)
+        timeline.focus()
+        timeline.move_cursor(row=1)
+        await pilot.pause(0.5)  # the watcher is primed once the tree is drawn
+        # dsh resumes the session: it publishes a V5 successor beside the V4 file
+        new = write_lines(folder / "session.v5.jsonl", rows)
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == new, timeout=20)
+        tree = app.query_one(SessionTree)
+        assert tree.node_of(new) is not None and tree.node_of(old) is None
+        assert len(timeline.turns) == 3
+        assert timeline.cursor_row == 1
