@@ -148,7 +148,7 @@ def parse_header(obj: Any) -> tuple[SessionHeader | None, list[LogProblem]]:
                 line=1,
             )
         )
-    if marker_cut:
+    if marker_cut and type(version) is int:
         return _marker_header(obj, sid, version, problems)
     if _plain_header(obj, _V0_KEYS):
         # The common case (every field of the expected type): no per-field checks.

@@ -159,7 +159,7 @@ def seeded_by_marker(version: int | None) -> bool:
     return version is not None and version >= MARKER_VERSION
 
 
-def is_inherited_marker(etype: str, data: Any) -> bool:
+def is_inherited_marker(etype: Any, data: Any) -> bool:
     """True for a `session/end-seed` whose data says `"inherited": true`: the end of a
     V2+ child's seed. An untagged `{}` marker is a resume marker: it cuts nothing."""
     return etype == END_SEED and type(data) is dict and data.get("inherited") is True
