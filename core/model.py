@@ -19,15 +19,7 @@ import orjson
 FORMAT_VERSION: Final = 0
 
 #: `turn/end` reason kinds named by the format; others are shown as they are.
-REASON_KINDS: Final = (
-    "completed",
-    "aborted",
-    "error",
-    "max-tokens",
-    "interrupted",
-    "blocked",
-    "forked",
-)
+REASON_KINDS: Final = ("completed", "aborted", "error", "max-tokens", "interrupted")
 
 TURN_START: Final = "turn/start"
 TURN_END: Final = "turn/end"

@@ -30,10 +30,10 @@ from typing import Any, Final
 
 import orjson
 from turnline.core.codec import encode_records, parse_header
+from turnline.core.formats import NEWEST_VERSION
 from turnline.core.layout import session_dir
 from turnline.core.logfile import Encoding, encoding_of, read_log
 from turnline.core.model import (
-    FORMAT_VERSION,
     TURN_END,
     TURN_START,
     ProblemKind,
@@ -1324,7 +1324,7 @@ class _DemoBuilder:
         header = SessionHeader(
             id=f.new_id(),
             created_at=created,
-            version=FORMAT_VERSION + 1,
+            version=NEWEST_VERSION + 1,  # a format newer than turnline reads
             cwd=_TURNLINE,
             delegation_depth=0,
         )

@@ -40,6 +40,8 @@ SESSION_KEYS = [
     "origin",
     "delegationDepth",
     "path",
+    "format",
+    "generations",
     "encoding",
     "events",
     "lastSeq",

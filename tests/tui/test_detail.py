@@ -330,9 +330,12 @@ def independent_turn_usage(
 ) -> dict[str, list[int]]:
     """The issue's rule, written again here: per model [in, out, cacheRead, cacheWrite,
     reasoning, calls] over the turn's samples, a later sample for the same (turn, step)
-    replacing the earlier one; a chunk sample takes the latest request/header's model."""
+    replacing the earlier one unless an `llm/retry-started` for it came between (dsh's
+    usage projection: the retried attempt adds); a chunk sample takes the latest
+    request/header's model."""
     model = "unknown"
-    samples: dict[tuple[Any, Any], tuple[str, list[int]]] = {}
+    samples: dict[tuple[Any, Any, int], tuple[str, list[int]]] = {}
+    attempts: dict[tuple[Any, Any], int] = {}
     for event in events:
         if last_seq is not None and event.seq > last_seq:
             break
@@ -342,6 +345,10 @@ def independent_turn_usage(
             found = config_model(header.get("config") if isinstance(header, dict) else None)
             model = found or model
         if event.seq < first_seq:
+            continue
+        if event.type == "llm/retry-started":
+            key = (data.get("turn"), data.get("step"))
+            attempts[key] = attempts.get(key, 0) + 1
             continue
         usage, sample_model = None, model
         if event.type == "assistant/chunk":
@@ -355,7 +362,8 @@ def independent_turn_usage(
             sample_model = config_model(source) or model
         if isinstance(usage, dict):
             row = [int(usage.get(k) or 0) for k in BUCKETS]
-            samples[(data.get("turn"), data.get("step"))] = (sample_model, row)
+            key = (data.get("turn"), data.get("step"))
+            samples[(*key, attempts.get(key, 0))] = (sample_model, row)
     out: dict[str, list[int]] = {}
     for sample_model, row in samples.values():
         mine = out.setdefault(sample_model, [0] * 6)
