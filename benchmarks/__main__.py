@@ -5,6 +5,11 @@ input, with the issue's goal and PASS/FAIL. Inputs go to a temporary folder that
 removed at the end (`--keep` keeps it). Options: `--quick` (smaller inputs, for a
 smoke run), `--no-toolong` (skip installing toolong), `--no-tui`, `--only GROUP`
 (repeatable: show, wide, tui, fork, refresh, live, usage, search, huge).
+
+The big log, its zstd copy and the wide root also get V5 twins (dsh's current format,
+`generate.v5_twin_log` / `v5_twin_root`): every figure on them is measured on the twin
+too, in the same run with the same kind of baseline and goal, its row "(V5)" right
+after the v0 row.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from pathlib import Path
 
 import orjson
 
-from .generate import write_big_log, write_wide_root, write_zstd_copy
+from .generate import (
+    v5_twin_log,
+    v5_twin_root,
+    write_big_log,
+    write_wide_root,
+    write_zstd_copy,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -143,113 +154,170 @@ def print_table(rows: list[Row]) -> None:
             print(line)
 
 
-def bench_show(big: Path, zst: Path, size: int, rows: list[Row]) -> None:
-    naive = Path(big.parent / "naive.py")
+@dataclass(frozen=True)
+class Input:
+    """One format generation's copy of an input: the v0 log and its V5 twin (`label`
+    is what its rows add to the figure's name: "" for v0, " (V5)" for the twin)."""
+
+    label: str
+    path: Path
+    size: int = 0
+    zst: Path | None = None
+
+
+def bench_show(inputs: list[Input], rows: list[Row]) -> None:
+    """show --json against the naive reader (and the floor, RSS, zstd), for each input,
+    all commands in one interleaved series; a V5 row right after its v0 row."""
+    work = inputs[0].path.parent
+    naive = Path(work / "naive.py")
     naive.write_text(NAIVE)
-    floor = Path(big.parent / "msgspec_lines.py")
+    floor = Path(work / "msgspec_lines.py")
     floor.write_text(MSGSPEC)
-    got = timed_together(
-        {
-            "wc": ["wc", "-l", str(big)],
-            "naive": [PYTHON, str(naive), str(big)],
-            "msgspec": [PYTHON, str(floor), str(big)],
-            "show": [TURNLINE, "show", "--json", str(big)],
-            "zstd": [TURNLINE, "show", "--json", str(zst)],
-        }
-    )
-    wc = got["wc"][0]
-    naive_s, naive_rss, _ = got["naive"]
-    show_s, show_rss, out = got["show"]
-    turns = len(orjson.loads(out)["turns"])
-    zst_s, zst_rss, zout = got["zstd"]
-    same = orjson.loads(zout)["turns"] == orjson.loads(out)["turns"]
-    rows.append(
-        Row(
-            f"big log show --json ({turns} turns)",
-            fmt_s(show_s),
-            f"naive {fmt_s(naive_s)}; wc -l {fmt_s(wc)}",
-            f"{show_s / naive_s:.2f}× naive",
-            "≤ 0.5× naive",
-            show_s <= 0.5 * naive_s,
+    cmds: dict[str, list[str]] = {}
+    for k, inp in enumerate(inputs):
+        cmds[f"wc{k}"] = ["wc", "-l", str(inp.path)]
+        cmds[f"naive{k}"] = [PYTHON, str(naive), str(inp.path)]
+        cmds[f"msgspec{k}"] = [PYTHON, str(floor), str(inp.path)]
+        cmds[f"show{k}"] = [TURNLINE, "show", "--json", str(inp.path)]
+        if inp.zst is not None:
+            cmds[f"zstd{k}"] = [TURNLINE, "show", "--json", str(inp.zst)]
+    got = timed_together(cmds)
+    per: list[list[Row]] = []
+    first_turns: list[object] | None = None
+    for k, inp in enumerate(inputs):
+        out_rows: list[Row] = []
+        per.append(out_rows)
+        lab = inp.label
+        wc = got[f"wc{k}"][0]
+        naive_s, naive_rss, _ = got[f"naive{k}"]
+        show_s, show_rss, out = got[f"show{k}"]
+        shown = orjson.loads(out)["turns"]
+        turns = len(shown)
+        if first_turns is None:
+            first_turns = shown
+        # The twin's turns are the v0 log's but for their seqs (chunks fold away).
+        differ = k > 0 and _unseq(shown) != _unseq(first_turns)
+        out_rows.append(
+            Row(
+                f"big log show --json ({turns} turns){lab}"
+                + (" (TURNS DIFFER FROM V0)" if differ else ""),
+                fmt_s(show_s),
+                f"naive {fmt_s(naive_s)}; wc -l {fmt_s(wc)}",
+                f"{show_s / naive_s:.2f}× naive",
+                "≤ 0.5× naive",
+                not differ and show_s <= 0.5 * naive_s,
+            )
         )
-    )
-    floor_s = got["msgspec"][0]
-    rows.append(
-        Row(
-            "msgspec per-line decode (the floor)",
-            fmt_s(floor_s),
-            f"naive {fmt_s(naive_s)}; show {fmt_s(show_s)}",
-            f"{floor_s / naive_s:.2f}× naive; show {show_s / floor_s:.2f}× it",
-            "baseline",
-            None,
+        floor_s = got[f"msgspec{k}"][0]
+        out_rows.append(
+            Row(
+                f"msgspec per-line decode (the floor){lab}",
+                fmt_s(floor_s),
+                f"naive {fmt_s(naive_s)}; show {fmt_s(show_s)}",
+                f"{floor_s / naive_s:.2f}× naive; show {show_s / floor_s:.2f}× it",
+                "baseline",
+                None,
+            )
         )
-    )
-    rows.append(
-        Row(
-            "big log show --json peak RSS",
-            fmt_mb(show_rss),
-            f"file {size / 2**20:.0f} MiB; naive {fmt_mb(naive_rss)}",
-            f"{show_rss * 1024 / size:.2f}× file",
-            "≤ 1.3× file",
-            show_rss * 1024 <= 1.3 * size,
+        out_rows.append(
+            Row(
+                f"big log show --json peak RSS{lab}",
+                fmt_mb(show_rss),
+                f"file {inp.size / 2**20:.0f} MiB; naive {fmt_mb(naive_rss)}",
+                f"{show_rss * 1024 / inp.size:.2f}× file",
+                "≤ 1.3× file",
+                show_rss * 1024 <= 1.3 * inp.size,
+            )
         )
-    )
-    rows.append(
-        Row(
-            "big zstd log show --json" + ("" if same else " (TURNS DIFFER)"),
-            f"{fmt_s(zst_s)}, {fmt_mb(zst_rss)}",
-            f"raw {fmt_s(show_s)}",
-            f"{zst_s / show_s:.2f}× raw",
-            "≤ 1.5× raw",
-            same and zst_s <= 1.5 * show_s,
+        if inp.zst is None:
+            continue
+        zst_s, zst_rss, zout = got[f"zstd{k}"]
+        same = orjson.loads(zout)["turns"] == shown
+        out_rows.append(
+            Row(
+                f"big zstd log show --json{lab}" + ("" if same else " (TURNS DIFFER)"),
+                f"{fmt_s(zst_s)}, {fmt_mb(zst_rss)}",
+                f"raw {fmt_s(show_s)}",
+                f"{zst_s / show_s:.2f}× raw",
+                "≤ 1.5× raw",
+                same and zst_s <= 1.5 * show_s,
+            )
         )
-    )
+    rows.extend(interleave(*per))
 
 
-def bench_wide(root: Path, rows: list[Row], tui: bool) -> None:
-    loop = root.parent / "header_loop.py"
+def _unseq(value: object) -> object:
+    """`value` without its seqs (keys naming a seq): what a v0 log and its V5 twin share."""
+    if isinstance(value, dict):
+        return {k: _unseq(v) for k, v in value.items() if "seq" not in k.lower()}
+    if isinstance(value, list):
+        return [_unseq(v) for v in value]
+    return value
+
+
+def interleave(*groups: list[Row]) -> list[Row]:
+    """The rows of each input's run of a figure group, each V5 row right after its v0
+    row (matched by the figure's name up to its first parenthesis)."""
+
+    def key(row: Row) -> str:
+        return row.figure.split(" (")[0]
+
+    out: list[Row] = []
+    rest = [list(g) for g in groups[1:]]
+    for row in groups[0]:
+        out.append(row)
+        for other in rest:
+            match = next((r for r in other if key(r) == key(row)), None)
+            if match is not None:
+                other.remove(match)
+                out.append(match)
+    for other in rest:
+        out.extend(other)
+    return out
+
+
+def bench_wide(roots: list[Input], rows: list[Row], tui: bool) -> None:
+    """ls --json against the header loop, for each root in one interleaved series (a
+    V5 row right after its v0 row), then the tree on screen for each."""
+    loop = roots[0].path.parent / "header_loop.py"
     loop.write_text(HEADER_LOOP)
-    got = timed_together(
-        {
-            "loop": [PYTHON, str(loop), str(root)],
-            "ls": [TURNLINE, "ls", "--json", str(root)],
-        },
-        runs=5,
-    )
-    base_s = got["loop"][0]
-    ls_s, _, out = got["ls"]
-    listed = len(orjson.loads(out))
-    rows.append(
-        Row(
-            f"wide root ls --json ({listed} sessions)",
-            fmt_s(ls_s),
-            f"header loop {fmt_s(base_s)}",
-            f"{ls_s / base_s:.2f}× loop",
-            "≤ 2× loop",
-            ls_s <= 2 * base_s,
+    cmds: dict[str, list[str]] = {}
+    for k, inp in enumerate(roots):
+        cmds[f"loop{k}"] = [PYTHON, str(loop), str(inp.path)]
+        cmds[f"ls{k}"] = [TURNLINE, "ls", "--json", str(inp.path)]
+    got = timed_together(cmds, runs=5)
+    for k, inp in enumerate(roots):
+        base_s = got[f"loop{k}"][0]
+        ls_s, _, out = got[f"ls{k}"]
+        listed = len(orjson.loads(out))
+        rows.append(
+            Row(
+                f"wide root ls --json ({listed} sessions){inp.label}",
+                fmt_s(ls_s),
+                f"header loop {fmt_s(base_s)}",
+                f"{ls_s / base_s:.2f}× loop",
+                "≤ 2× loop",
+                ls_s <= 2 * base_s,
+            )
         )
-    )
     if not tui:
         return
+    for inp in roots:
+        rows.append(tree_row(inp))
+
+
+def tree_row(inp: Input) -> Row:
+    """The wide root's tree on screen (TUI), median of three launches."""
+    figure = f"wide root, tree shown (TUI){inp.label}"
     runs: list[float] = []
     for _ in range(3):  # median of three launches
         start = time.time()
-        shown = probe("tree", root)
+        shown = probe("tree", inp.path)
         if isinstance(shown, str):
-            rows.append(Row("wide root, tree shown (TUI)", shown, "", "", "≤ 1.5 s", None))
-            return
+            return Row(figure, shown, "", "", "≤ 1.5 s", None)
         runs.append(float(str(shown["shown"])) - start)
     elapsed = statistics.median(runs)
-    rows.append(
-        Row(
-            "wide root, tree shown (TUI)",
-            fmt_s(elapsed),
-            f"{shown['nodes']} nodes",
-            "",
-            "≤ 1.5 s",
-            elapsed <= 1.5,
-        )
-    )
+    return Row(figure, fmt_s(elapsed), f"{shown['nodes']} nodes", "", "≤ 1.5 s", elapsed <= 1.5)
 
 
 def probe(mode: str, target: Path, *extra: str, timeout: float = 240) -> dict[str, object] | str:
@@ -311,7 +379,9 @@ def toolong_first_screen(workdir: Path, log: Path) -> float | str:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
 
 
-def bench_tui_big(workdir: Path, big: Path, rows: list[Row], toolong: bool) -> None:
+def bench_tui_big(
+    workdir: Path, big: Path, rows: list[Row], toolong: bool, label: str = ""
+) -> None:
     # Ours and toolong's in turns, three each (median): one launch of either varies
     # by a few hundred ms on this VM. toolong is not retried after a failed launch.
     ours_runs: list[float] = []
@@ -343,7 +413,7 @@ def bench_tui_big(workdir: Path, big: Path, rows: list[Row], toolong: bool) -> N
         ratio = f"{ours / theirs:.2f}× toolong"
     rows.append(
         Row(
-            "big log, TUI first timeline rows",
+            f"big log, TUI first timeline rows{label}",
             fmt_s(ours) if isinstance(ours, float) else ours,
             "toolong " + (fmt_s(theirs) if isinstance(theirs, float) else theirs),
             ratio,
@@ -353,20 +423,22 @@ def bench_tui_big(workdir: Path, big: Path, rows: list[Row], toolong: bool) -> N
     )
 
 
-def bench_live(big: Path, rows: list[Row], turns: int) -> None:
+def bench_live(big: Path, rows: list[Row], turns: int, label: str = "") -> None:
     result = probe("live", big, str(turns), timeout=400)
     if isinstance(result, str):
-        rows.append(Row("live write → row on screen", result, "", "", "p95 ≤ 100 ms", None))
+        rows.append(Row(f"live write → row on screen{label}", result, "", "", "p95 ≤ 100 ms", None))
         return
     lat = [float(x) for x in result["latencies"]]  # type: ignore[union-attr]
     if not lat:
-        rows.append(Row("live write → row on screen", "no rows appeared", "", "", "", False))
+        rows.append(
+            Row(f"live write → row on screen{label}", "no rows appeared", "", "", "", False)
+        )
         return
     p50 = statistics.median(lat) * 1000
     p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))] * 1000
     rows.append(
         Row(
-            f"live write → row ({len(lat)}/{turns} turns)",
+            f"live write → row ({len(lat)}/{turns} turns){label}",
             f"p50 {p50:.0f} ms, p95 {p95:.0f} ms",
             "1 turn / 50 ms",
             "",
@@ -376,19 +448,20 @@ def bench_live(big: Path, rows: list[Row], turns: int) -> None:
     )
 
 
-def bench_refresh(big: Path, rows: list[Row]) -> None:
+def bench_refresh(big: Path, rows: list[Row], label: str = "") -> None:
     """Bytes a tail refresh reads per append, on the big log (the watcher's resume path)."""
     from turnline.core.logfile import LogReader
     from turnline.core.root import SessionRoot
 
-    from .generate import BigLog, TurnWriter
+    from .generate import BigLog, turn_writer
 
     root = SessionRoot(big)
     summary = root.summaries()[0]
     reader = LogReader.resume(
         big, summary.header, summary.size, summary.events, summary.last_seq, True
     )
-    writer = TurnWriter(BigLog(big, summary.events, summary.turns, summary.size, ()), seed=5)
+    log = BigLog(big, summary.events, summary.turns, summary.size, ())
+    writer = turn_writer(log, summary.header.version if summary.header else None, seed=5)
     exact = True
     costs: list[float] = []
     appended = 0
@@ -403,7 +476,7 @@ def bench_refresh(big: Path, rows: list[Row]) -> None:
         appended += len(chunk)
     rows.append(
         Row(
-            "live refresh cost (tail from offset)",
+            f"live refresh cost (tail from offset){label}",
             f"median {statistics.median(costs) * 1000:.1f} ms",
             f"bytes read = bytes appended: {'yes' if exact else 'NO'} ({appended // 20} B/turn)",
             "",
@@ -437,7 +510,7 @@ def copy_floor(big: Path, length: int) -> tuple[float, float]:
     return end - start, end - synced
 
 
-def bench_fork(big: Path, rows: list[Row]) -> None:
+def bench_fork(big: Path, rows: list[Row], label: str = "") -> None:
     from turnline.core.root import SessionRoot
 
     before = hashlib.sha256(big.read_bytes()).hexdigest()
@@ -454,7 +527,7 @@ def bench_fork(big: Path, rows: list[Row]) -> None:
     cold = time.perf_counter() - cold_start
     rows.append(
         Row(
-            "fork big log at last turn/end",
+            f"fork big log at last turn/end{label}",
             fmt_s(took),
             f"{result.bytes_written / 2**20:.0f} MiB written; parent "
             + ("unchanged" if before == after else "CHANGED")
@@ -597,40 +670,80 @@ def main() -> None:
         zsize = write_zstd_copy(big, zst) if "show" in only else 0
         wanted_wide = only & {"wide", "usage", "search"}
         wide = write_wide_root(work / "wide", sessions=sessions) if wanted_wide else None
+        made = time.perf_counter()
+        # The V5 twins (dsh's current format) of the same inputs: same sessions, same
+        # folders, `session.v5.jsonl[.zstd]`; every figure on them is measured too.
+        big5_dir = work / "big5" / big_dir.relative_to(work / "big")
+        big5_dir.mkdir(parents=True)
+        big5 = big5_dir / "session.v5.jsonl"
+        uses_big = only & {"show", "usage", "tui", "fork", "refresh", "live"}
+        size5 = v5_twin_log(big.path, big5) if uses_big else 0
+        zst5: Path | None = None
+        zsize5 = 0
+        if "show" in only:
+            zst5 = work / "zst5" / zst_dir.relative_to(work / "zst") / "session.v5.jsonl.zstd"
+            zst5.parent.mkdir(parents=True)
+            zsize5 = v5_twin_log(zst, zst5)
+        wide5 = work / "wide5"
+        wsize5 = v5_twin_root(wide.path, wide5) if wide is not None else 0
         print(
-            f"inputs in {time.perf_counter() - started:.1f} s: big log {big.events} events, "
+            f"inputs in {made - started:.1f} s: big log {big.events} events, "
             f"{big.turns} turns, {big.size / 1e6:.0f} MB (zstd {zsize / 1e6:.0f} MB)"
             + (
                 f"; wide root {wide.sessions} sessions ({wide.forks} forks, "
                 f"{wide.subagents} subagents), {wide.bytes / 1e6:.0f} MB"
                 if wide is not None
                 else ""
-            ),
+            )
+            + f"\nV5 twins in {time.perf_counter() - made:.1f} s: big log {size5 / 1e6:.0f} MB"
+            + f" (zstd {zsize5 / 1e6:.0f} MB)"
+            + (f"; wide root {wsize5 / 1e6:.0f} MB" if wide is not None else ""),
             flush=True,
         )
+        logs = [Input("", big.path, big.size, zst if "show" in only else None)]
+        if uses_big:
+            logs.append(Input(" (V5)", big5, size5, zst5))
+        roots = [] if wide is None else [Input("", wide.path), Input(" (V5)", wide5)]
         if "show" in only:
-            bench_show(big.path, zst, big.size, rows)
-        if wide is not None and "wide" in only:
-            bench_wide(wide.path, rows, tui="tui" in only)
+            bench_show(logs, rows)
+        if roots and "wide" in only:
+            bench_wide(roots, rows, tui="tui" in only)
         if "usage" in only:
             from benchmarks.usage import bench_usage
 
-            bench_usage(wide.path if wide else None, big.path, rows, Row, timed_together)
-        if wide is not None and "search" in only:
+            bench_usage(
+                [(r.label, r.path) for r in roots],
+                [(x.label, x.path) for x in logs],
+                rows,
+                Row,
+                timed_together,
+            )
+        if roots and "search" in only:
             from .search import bench_search
 
-            bench_search(wide.path, rows, Row, TURNLINE, tui="tui" in only)
+            found: list[list[Row]] = []
+            words: tuple[str, str | None] | None = None
+            for inp in roots:
+                found.append([])
+                words = bench_search(inp.path, found[-1], Row, TURNLINE, "tui" in only, words=words)
+                for row in found[-1]:
+                    row.figure += inp.label
+            rows.extend(interleave(*found))
         if "tui" in only:
-            bench_tui_big(work, big.path, rows, toolong=not args.no_toolong)
+            for inp in logs:
+                bench_tui_big(work, inp.path, rows, not args.no_toolong, inp.label)
         if "fork" in only:
-            bench_fork(big.path, rows)
-            for child in big_dir.parent.iterdir():  # forks made above: keep one log only
-                if child != big_dir:
-                    shutil.rmtree(child)
+            for inp in logs:
+                bench_fork(inp.path, rows, inp.label)
+                for child in inp.path.parent.parent.iterdir():  # forks: keep one log only
+                    if child != inp.path.parent:
+                        shutil.rmtree(child)
         if "refresh" in only:
-            bench_refresh(big.path, rows)
+            for inp in logs:
+                bench_refresh(inp.path, rows, inp.label)
         if "live" in only:
-            bench_live(big.path, rows, turns=40)
+            for inp in logs:
+                bench_live(inp.path, rows, turns=40, label=inp.label)
         if "huge" in only:
             from .huge import bench_huge
 

@@ -10,14 +10,21 @@
 - `write_wide_root`: ten thousand small sessions in the dsh layout with lineage
   (user forks carrying `seedLength`, subagent children without it).
 - `TurnWriter`: appends one more turn to a raw log (the live benchmark's writer).
+- `v5_twin_log` / `v5_twin_root`: the V5 twins of those inputs (dsh's current
+  format: one event per row, chunks folded into `assistant/message.data.stream`,
+  `isSeeded` headers, tool-role results), streamed line by line; `V5TurnWriter`
+  appends turns to a twin.
 
 Everything derives from `random.Random(seed)`, so a run is reproducible.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import random
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -457,3 +464,416 @@ def write_wide_root(root: Path, sessions: int = 10_000, seed: int = 7) -> WideRo
 
 def _turn_end_seqs(lines: list[bytes]) -> list[int]:
     return [orjson.loads(x)["seq"] for x in lines if x.startswith(b'{"type":"turn/end"')]
+
+
+# -- V5 twins ---------------------------------------------------------------------------
+#
+# dsh's current format (V5, TnzGit's line; V2+ framing) differs from the v0 logs above
+# in framing, not in sessions: one event per row with `seq` dense from 0, no packed
+# rows and no `assistant/chunk` events (a reply's chunks are folded into its
+# `assistant/message.data.stream`, or an `assistant/attempt` when no message claims
+# them), a closed header with `isSeeded` instead of `seedLength` (the seed ends with
+# `session/end-seed {"inherited": true}`), and `role: "tool"` tool results
+# (docs/formats.md; the fact sheet's §4–§8). The converter below turns the generated
+# v0 inputs into their V5 twins, streaming, so the big log never sits in memory.
+
+V5: Final = 5
+_V5_HEADER_ORDER: Final = (
+    "type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin",
+    "delegationDepth", "agentPreset",
+)  # fmt: skip
+#: v0 packed row tag → (the delta chunk type it packs, its member array key).
+_PACKED: Final = {
+    "text-chunks": ("text-delta", "texts"),
+    "reasoning-chunks": ("reasoning-delta", "texts"),
+    "tool-call-chunks": ("tool-call-delta", "args"),
+}
+_DELTA_TAG: Final = {
+    "text-delta": ("text-chunks", "text"),
+    "reasoning-delta": ("reasoning-chunks", "text"),
+    "tool-call-delta": ("tool-call-chunks", "argumentsDelta"),
+}
+_SURFACE: Final = frozenset(("user/message", "assistant/message", "tool/result"))
+_STEP_CLOSERS: Final = frozenset(("step/end", "llm/retry", "llm/retry-started"))
+_ENVELOPE: Final = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
+
+
+def v5_header(header: dict[str, Any]) -> dict[str, Any]:
+    """A v0 header as V5's closed key set: `isSeeded` for `seedLength`, version 5."""
+    fields = dict(header)
+    fields["version"] = V5
+    fields["isSeeded"] = header.get("seedLength") is not None
+    fields.setdefault("createdAt", 0)
+    fields.setdefault("delegationDepth", 0)
+    return {k: fields[k] for k in _V5_HEADER_ORDER if k in fields}
+
+
+class _Group:
+    """One (turn, step)'s chunks, packed as dsh's embedded stream members."""
+
+    __slots__ = ("key", "last", "stream", "terminal", "usage")
+
+    def __init__(self, key: tuple[Any, Any]) -> None:
+        self.key = key
+        self.stream: list[dict[str, Any]] = []
+        self.terminal = False  # a `finish` chunk ended it
+        self.usage: Any = None
+        self.last = 0  # time of the last member
+
+    def delta(self, kind: str, time: int, chunk: dict[str, Any], values: list[Any]) -> None:
+        """Add a run of deltas (`values`, the first at `time`, the rest after `chunk`'s
+        `dt`) and join it to the previous member when dsh's accumulator would: the same
+        run type and index (and, for a tool call, the same id and name)."""
+        tag, _ = _DELTA_TAG[kind]
+        key = "args" if tag == "tool-call-chunks" else "texts"
+        dt: list[int] = chunk.get("dt", [])
+        prev = self.stream[-1] if self.stream else None
+        if (
+            prev is not None
+            and prev["type"] == tag
+            and prev["index"] == chunk.get("index")
+            and (
+                tag != "tool-call-chunks"
+                or (prev["id"] == chunk.get("id") and prev.get("name") == chunk.get("name"))
+            )
+        ):
+            prev["dt"].append(time - self.last)
+            prev["dt"].extend(dt)
+            prev[key].extend(values)
+        else:
+            member: dict[str, Any] = {"type": tag, "time0": time, "index": chunk.get("index")}
+            member["dt"] = list(dt)
+            if tag == "tool-call-chunks":
+                member["id"] = chunk.get("id")
+                if chunk.get("name") is not None:
+                    member["name"] = chunk["name"]
+            member[key] = list(values)
+            self.stream.append(member)
+        self.last = time + sum(dt)
+
+
+class V5Converter:
+    """Turns the lines of a v0 log (as `write_big_log` / `write_wide_root` write them)
+    into the lines of its V5 twin, one line at a time (`feed`, then `close`).
+
+    - packed rows are expanded into their chunks, and each (turn, step)'s chunk group
+      (closed by `finish`) is folded into the `assistant/message` of that (turn, step)
+      that follows (`data.stream`, its usage chunk also as `data.usage`); a group no
+      message claims before its step or turn ends becomes an `assistant/attempt
+      {turn, step, stream}` at its last chunk's place;
+    - seqs are renumbered densely from `seq`, and `session/title.messageSeqs` and
+      `sourceEventSeqs` follow (a message's own `sourceEventSeqs`, which cite chunks,
+      go with them);
+    - the header becomes V5's; a seeded child's `session/end-seed` at `seedLength`
+      becomes `{"inherited": true}`, or one is inserted there;
+    - `tool/result` messages become `role: "tool"` messages; surface events carry
+      `surfaceOp` (`"append"` unless they had one).
+
+    `header=False` starts without a header line (appending to a twin), at V5 seq `seq`.
+    """
+
+    def __init__(self, *, seq: int = 0, header: bool = True) -> None:
+        self.seq = seq
+        self.want_header = header
+        self.seed_length: int | None = None
+        self.marked = True
+        self.group: _Group | None = None
+        self.held: list[dict[str, Any]] = []  # events after the open group's last chunk
+        self.old = array("q")  # v0 seq → V5 seq of every event kept (both increasing)
+        self.new = array("q")
+        self.time = 0
+        self.out: list[bytes] = []
+
+    # -- input ---------------------------------------------------------------------------
+
+    def feed(self, line: bytes) -> list[bytes]:
+        """The V5 lines that this v0 line completes (maybe none yet, maybe several)."""
+        if not line.strip():
+            return []
+        obj = orjson.loads(line)
+        if self.want_header:
+            self.want_header = False
+            seed = obj.get("seedLength")
+            if type(seed) is int:
+                self.seed_length, self.marked = seed, False
+            self.out.append(_dumps(v5_header(obj)))
+            return self._take()
+        kind = obj.get("type")
+        packed = _PACKED.get(kind)
+        if packed is not None:
+            data = obj["data"]
+            self._chunk_group(data, obj.get("time0", 0))
+            assert self.group is not None
+            self.group.delta(packed[0], obj.get("time0", 0), data, data[packed[1]])
+        elif kind == "assistant/chunk":
+            data = obj["data"]
+            self._chunk_group(data, obj["time"])
+            group = self.group
+            assert group is not None
+            chunk = data.get("chunk") or {}
+            ctype = chunk.get("type")
+            if ctype in _DELTA_TAG:
+                value = chunk.get(_DELTA_TAG[ctype][1])
+                group.delta(ctype, obj["time"], chunk, [value])
+            else:
+                group.stream.append({"type": "chunk", "time": obj["time"], "chunk": chunk})
+                group.last = obj["time"]
+                if ctype == "usage":
+                    group.usage = chunk.get("usage")
+                elif ctype == "finish":
+                    group.terminal = True
+        else:
+            self._event(obj)
+        return self._take()
+
+    def close(self) -> list[bytes]:
+        """The lines still held: an open group as an attempt; a missing seed marker."""
+        if self.group is not None:
+            self._attempt()
+        self._release()
+        if not self.marked:
+            self._marker(self.time)
+        return self._take()
+
+    def _take(self) -> list[bytes]:
+        out, self.out = self.out, []
+        return out
+
+    # -- grouping ------------------------------------------------------------------------
+
+    def _chunk_group(self, data: dict[str, Any], time: int) -> None:
+        key = (data.get("turn"), data.get("step"))
+        group = self.group
+        if group is not None and (group.key != key or group.terminal):
+            self._attempt()
+            group = None
+        self._release()  # events between two chunks of a group come before it
+        if group is None:
+            self.group = _Group(key)
+
+    def _event(self, obj: dict[str, Any]) -> None:
+        group = self.group
+        if group is None:
+            self._emit(obj)
+            return
+        kind = obj.get("type")
+        data = obj.get("data")
+        data = data if type(data) is dict else {}
+        key = (data.get("turn"), data.get("step"))
+        if kind == "assistant/message" and key == group.key:
+            self._release()
+            self.group = None
+            data["stream"] = group.stream
+            if group.usage is not None and "usage" not in data:
+                data["usage"] = group.usage
+            obj.pop("sourceEventSeqs", None)  # it cited the chunks
+            self._emit(obj)
+        elif (kind == "turn/end" and data.get("turn") == group.key[0]) or (
+            kind in _STEP_CLOSERS and key == group.key
+        ):
+            self._attempt()
+            self._release()
+            self._emit(obj)
+        else:
+            self.held.append(obj)
+
+    def _attempt(self) -> None:
+        group = self.group
+        assert group is not None
+        self.group = None
+        data = {"turn": group.key[0], "step": group.key[1], "stream": group.stream}
+        self._write({"type": "assistant/attempt", "seq": 0, "time": group.last, "data": data})
+
+    def _release(self) -> None:
+        held, self.held = self.held, []
+        for obj in held:
+            self._emit(obj)
+
+    # -- output --------------------------------------------------------------------------
+
+    def _map(self, seq: Any) -> int | None:
+        if type(seq) is not int:
+            return None
+        i = bisect_left(self.old, seq)
+        return self.new[i] if i < len(self.old) and self.old[i] == seq else None
+
+    def _marker(self, time: int) -> None:
+        self.marked = True
+        self._write(
+            {"type": "session/end-seed", "seq": 0, "time": time, "data": {"inherited": True}}
+        )
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        old = obj.get("seq")
+        kind = obj.get("type")
+        data = obj.get("data")
+        if not self.marked and type(old) is int and old >= (self.seed_length or 0):
+            if kind == "session/end-seed" and old == self.seed_length:
+                self.marked = True
+                obj["data"] = {"inherited": True}
+            else:
+                self._marker(obj["time"])
+        if type(data) is dict:
+            if kind == "tool/result":
+                data["message"] = _tool_role(data.get("message"))
+            elif kind == "session/title" and type(data.get("messageSeqs")) is list:
+                data["messageSeqs"] = self._remap(data["messageSeqs"])
+            elif kind == "assistant/message":
+                data.setdefault("stream", [])
+                obj.pop("sourceEventSeqs", None)
+        if kind in _SURFACE:
+            obj.setdefault("surfaceOp", "append")
+        if "sourceEventSeqs" in obj:
+            obj["sourceEventSeqs"] = _runs(self._remap(obj["sourceEventSeqs"]))
+        if type(old) is int:
+            self.old.append(old)
+            self.new.append(self.seq)
+        self._write(obj)
+
+    def _remap(self, seqs: list[Any]) -> list[int]:
+        out: list[int] = []
+        for item in seqs:
+            olds = range(item[0], item[1] + 1) if type(item) is list else (item,)
+            out.extend(s for s in map(self._map, olds) if s is not None)
+        return out
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        obj["seq"] = self.seq
+        self.seq += 1
+        self.time = obj.get("time", self.time)
+        row = {k: obj[k] for k in _ENVELOPE if k in obj}
+        row.update(obj)
+        self.out.append(_dumps(row))
+
+
+def _tool_role(message: Any) -> Any:
+    """A v0 user-role tool-result wrapper as V4+'s `role: "tool"` message."""
+    if type(message) is not dict or message.get("role") == "tool":
+        return message
+    parts = message.get("content")
+    part = parts[0] if type(parts) is list and len(parts) == 1 else {}
+    call = part.get("toolCallId")
+    content = part.get("content")
+    if type(content) is str:
+        content = [{"type": "text", "text": content}]
+    return {
+        "role": "tool",
+        "toolCallId": call,
+        "content": content,
+        "isError": part.get("isError") is True,
+        "id": message.get("id") or f"tool-result-{call}",
+        "source": {"kind": "tool", "callId": call},
+    }
+
+
+def _runs(seqs: list[int]) -> list[Any]:
+    """dsh's storage form of `sourceEventSeqs`: runs of ≥ 3 consecutive seqs as pairs."""
+    out: list[Any] = []
+    i = 0
+    while i < len(seqs):
+        j = i
+        while j + 1 < len(seqs) and seqs[j + 1] == seqs[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append([seqs[i], seqs[j]])
+        else:
+            out.extend(seqs[i : j + 1])
+        i = j + 1
+    return out
+
+
+def v5_name(name: str) -> str:
+    """`session.jsonl[.zstd]` → `session.v5.jsonl[.zstd]`."""
+    return name.replace("session.jsonl", "session.v5.jsonl", 1)
+
+
+def _v0_lines(src: Path) -> Iterator[bytes]:
+    with open(src, "rb") as raw:
+        if src.name.endswith(".zstd"):
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            yield from io.BufferedReader(reader, 1 << 20)  # type: ignore[arg-type]
+        else:
+            yield from raw
+
+
+def v5_twin_log(src: Path, dst: Path) -> int:
+    """Write the V5 twin of the v0 log `src` to `dst` (a `.zstd` name: compressed like
+    `write_zstd_copy`, a header frame then one frame per turn); returns its size.
+
+    Streams: memory holds one step's chunks, not the log."""
+    conv = V5Converter()
+    size = 0
+    if not dst.name.endswith(".zstd"):
+        with open(dst, "wb", buffering=1 << 20) as out:
+            for line in _v0_lines(src):
+                for row in conv.feed(line):
+                    out.write(row)
+                    size += len(row)
+            for row in conv.close():
+                out.write(row)
+                size += len(row)
+        return size
+    cctx = zstandard.ZstdCompressor(level=3, write_checksum=True, threads=0)
+    batch: list[bytes] = []
+    with open(dst, "wb") as out:
+
+        def flush() -> None:
+            nonlocal size
+            if batch:
+                frame = cctx.compress(b"".join(batch))
+                out.write(frame)
+                size += len(frame)
+                batch.clear()
+
+        for k, line in enumerate(_v0_lines(src)):
+            batch.extend(conv.feed(line))
+            if k == 0 or line.startswith(b'{"type":"turn/end"'):
+                flush()  # the header frame; one frame per turn (a durable batch)
+        batch.extend(conv.close())
+        flush()
+    return size
+
+
+def _twin_one(job: tuple[str, str]) -> int:
+    return v5_twin_log(Path(job[0]), Path(job[1]))
+
+
+def v5_twin_root(src_root: Path, dst_root: Path, *, workers: int | None = None) -> int:
+    """The V5 twin of a root `write_wide_root` (or any v0 root) made: the same folders,
+    each `session.jsonl[.zstd]` as `session.v5.jsonl[.zstd]`. Returns the bytes written.
+    Sessions are converted in a process pool (each alone, so the result does not
+    depend on the order)."""
+    jobs: list[tuple[str, str]] = []
+    for folder, dirs, files in os.walk(src_root):
+        dirs.sort()
+        rel = Path(folder).relative_to(src_root)
+        for name in sorted(files):
+            if name in ("session.jsonl", "session.jsonl.zstd"):
+                (dst_root / rel).mkdir(parents=True, exist_ok=True)
+                jobs.append((os.path.join(folder, name), str(dst_root / rel / v5_name(name))))
+    if len(jobs) < 64 or workers == 1:
+        return sum(map(_twin_one, jobs))
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return sum(pool.map(_twin_one, jobs, chunksize=64))
+
+
+class V5TurnWriter(TurnWriter):
+    """`TurnWriter` for a V5 twin: the same turns, converted as `V5Converter` does."""
+
+    def __init__(self, log: BigLog, seed: int = 99) -> None:
+        super().__init__(log, seed)
+        self.conv = V5Converter(seq=log.events, header=False)
+
+    def next_turn(self) -> tuple[bytes, int]:
+        out: list[bytes] = []
+        for line in self.maker.turn(self.state, 2, 20):
+            out.extend(self.conv.feed(line))
+        out.extend(self.conv.close())
+        return b"".join(out), self.conv.seq - 1
+
+
+def turn_writer(log: BigLog, version: int | None, seed: int = 99) -> TurnWriter:
+    """The writer that appends turns in the log's own format version."""
+    return V5TurnWriter(log, seed) if version == V5 else TurnWriter(log, seed)

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 def pick_word(root: Path) -> str:
     """A word of the generated text that occurs in some logs but not in most."""
     counts: dict[str, int] = {}
-    logs = sorted(root.rglob("session.jsonl"))[:300]
+    logs = sorted(root.rglob("session*.jsonl"))[:300]
     for log in logs:
         words = set(re.findall(rb'"text":"([a-z]{6,12})', log.read_bytes()))
         for w in words:
@@ -117,7 +117,7 @@ def _rare_word(root: Path) -> str | None:
     """A word in a handful of logs (a typical "where did we discuss X" query): the
     first long word of the first logs that grep finds in 1 to 20 files."""
     tried = 0
-    for log in sorted(root.rglob("session.jsonl"))[:20]:
+    for log in sorted(root.rglob("session*.jsonl"))[:20]:
         for w in sorted(set(re.findall(rb'"text":"[^"]*?\b([a-z]{9,14})\b', log.read_bytes()))):
             tried += 1
             if tried > 30:
@@ -149,21 +149,38 @@ def _tree_shown(root: Path, env: dict[str, str]) -> float | str:
     return "never shown" if shown is None else float(shown) - start
 
 
-def bench_search(root: Path, rows: list[Any], row: Any, turnline: str, tui: bool = True) -> None:
-    """Append the search rows (`row` is the table's Row class)."""
+def bench_search(
+    root: Path,
+    rows: list[Any],
+    row: Any,
+    turnline: str,
+    tui: bool = True,
+    *,
+    words: tuple[str, str | None] | None = None,
+) -> tuple[str, str | None]:
+    """Append the search rows (`row` is the table's Row class). `words` (common, rare)
+    are picked from `root` unless given (a V5 twin is searched for its v0 root's
+    words); returns them."""
     cache = Path(tempfile.mkdtemp(prefix="turnline-bench-cache-"))
     adopted = _adopt_orphans(True)
     try:
-        _bench_search(root, rows, row, turnline, tui, cache, adopted)
+        return _bench_search(root, rows, row, turnline, tui, cache, adopted, words)
     finally:
         _adopt_orphans(False)
         shutil.rmtree(cache, ignore_errors=True)
 
 
 def _bench_search(
-    root: Path, rows: list[Any], row: Any, turnline: str, tui: bool, cache: Path, adopted: bool
-) -> None:
-    word = pick_word(root)
+    root: Path,
+    rows: list[Any],
+    row: Any,
+    turnline: str,
+    tui: bool,
+    cache: Path,
+    adopted: bool,
+    words: tuple[str, str | None] | None,
+) -> tuple[str, str | None]:
+    word = pick_word(root) if words is None else words[0]
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     cold, cold_cpu, out = _run([turnline, "search", str(root), word, "--json"], env)
     total = orjson.loads(out)["total"] if out else "?"
@@ -178,11 +195,12 @@ def _bench_search(
         )
     )
     rows.append(_warm_row(root, word, env, turnline, "common word", row, adopted))
-    rare = _rare_word(root)
+    rare = _rare_word(root) if words is None else words[1]
     if rare is not None:
         rows.append(_warm_row(root, rare, env, turnline, "rare word", row, adopted))
     if tui:
         bench_warm_tree(root, env, rows, row)
+    return word, rare
 
 
 def bench_warm_tree(root: Path, env: dict[str, str], rows: list[Any], row: Any) -> None:

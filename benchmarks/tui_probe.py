@@ -119,11 +119,12 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
     from turnline.core.summary import summarize
     from turnline.tui import TurnlineApp
 
-    from benchmarks.generate import BigLog, TurnWriter
+    from benchmarks.generate import BigLog, turn_writer
 
     summary = summarize(path)
     log = BigLog(path, summary.events, summary.turns, summary.size, ())
-    writer = TurnWriter(log)
+    # Turns in the log's own format (a V5 twin gets V5 turns).
+    writer = turn_writer(log, summary.header.version if summary.header else None)
     app = TurnlineApp(path)
     async with app.run_test(size=(160, 50)) as pilot:
         await _first_rows(app, pilot)
