@@ -907,6 +907,11 @@ def _join(
     if not _first_half_clean(ix, split, end_seq, header_problems):
         return False
     builder, counts, anchors, end_offsets, flags, tail, problems, stopped, last_line = state
+    if ix.marker_cut and builder.seed_length == 0:
+        # V2+: the later half starts past the seed, so it met no inherited marker: the
+        # cut is the one the first half read (a marker past the split keeps its own
+        # cut, which differs, and the halves are not joined)
+        builder.seed_length = ix.builder.seed_length
     if problems != header_problems or stopped or not ix.builder.continue_with(builder):
         return False
     ix.event_count, ix.contiguous, ix.last_seq, ix.offset, lines = counts

@@ -286,3 +286,47 @@ def test_a_lost_zstd_worker_falls_back(
     log = zstd_of(tmp_path, raw, 4)
     assert_same(index_log(log, block_size=512), full_read(log))
     assert zjoined == [False]
+
+
+def _v5_log(tmp_path: Path, *, seed_turns: int, own_turns: int) -> tuple[Path, int]:
+    """A seeded V5 child: `seed_turns` inherited turns, the inherited marker, then its own."""
+    records = _turns(seed_turns)
+    cut = len(records)
+    records.append(event(cut, "session/end-seed", inherited=True))
+    for k in range(own_turns):
+        records += turn_records(len(records), seed_turns + k + 1)
+    header = {
+        "type": "session",
+        "version": 5,
+        "id": "v5-child",
+        "createdAt": 5,
+        "cwd": "/w",
+        "parentSession": "p",
+        "isSeeded": True,
+        "delegationDepth": 0,
+    }
+    path = tmp_path / "session.v5.jsonl"
+    path.write_bytes(_line(header) + b"".join(_line(r) for r in records))
+    return path, cut
+
+
+def test_a_seeded_v5_log_is_joined_with_its_cut(joined: list[bool], tmp_path: Path) -> None:
+    """The later half of a V2+ child starts past its inherited marker: it takes the cut
+    the first half read, so the halves still join."""
+    log, cut = _v5_log(tmp_path, seed_turns=3, own_turns=40)
+    ix = index_log(log, block_size=512)
+    assert joined == [True]
+    assert_same(ix, full_read(log))
+    assert ix.header is not None and ix.header.seed_length == cut
+    assert ix.timeline.seed_length == cut
+
+
+def test_v5_twins_of_the_fixtures_split_exactly(joined: list[bool], tmp_path: Path) -> None:
+    from ..dshgen.migrate import migrate, read_v0, write_log
+
+    for n, path in enumerate(fixture_logs()):
+        twin = tmp_path / f"{n}" / "session.v5.jsonl"
+        twin.parent.mkdir()
+        write_log(migrate(read_v0(path)), twin)
+        assert_same(index_log(twin, block_size=2048), full_read(twin))
+    assert sum(joined) >= 3
