@@ -365,3 +365,43 @@ def test_a_v6_log_is_listed_with_its_header_and_one_problem(tmp_path: Path, zstd
         root.fork(summary, 0, "x")
     assert refused.value.code is ForkErrorCode.UNSUPPORTED_VERSION
     assert fold_log(path, None).own().tokens == {}
+
+
+def test_a_projected_log_grows_by_rows_without_seq(tmp_path: Path) -> None:
+    """dsh's snapshot logs carry no seq or time: rows appended the same way continue
+    their numbering live (a real log's rows carry theirs: the timeline test covers it)."""
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "empty-response-retry-current"]
+    log = tmp_path / "snap" / "session.v5.jsonl"
+    log.parent.mkdir()
+    shutil.copyfile(source, log)
+    root = SessionRoot(tmp_path)
+    (summary,) = root.scan()
+    before = summary.events
+    watcher = RootWatcher(root, poll=True, poll_interval_ms=20)
+    stop = threading.Event()
+    appended: list[Any] = []
+
+    def run() -> None:
+        for batch in watcher.watch(stop):
+            appended.extend(c for c in batch if type(c).__name__ == "EventsAppended")
+            if appended:
+                stop.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert watcher.primed.wait(10)
+    rows = [
+        {"type": "turn/start", "data": {"turn": 2}},
+        {"type": "turn/end", "data": {"turn": 2, "reason": {"kind": "completed"}}},
+    ]
+    with log.open("ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    thread.join(20)
+    stop.set()
+    (change,) = appended
+    assert [(e.type, e.seq) for e in change.events] == [
+        ("turn/start", before),
+        ("turn/end", before + 1),
+    ]
+    assert change.summary.turns == 2 and not change.summary.open_turn
+    assert not any(p.kind is ProblemKind.CORRUPT for p in change.problems)
