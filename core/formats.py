@@ -215,6 +215,28 @@ PROJECTED_MESSAGE: Final = (
 )
 
 
+def snapshot_form(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as dsh's snapshot normalizer leaves it for comparison: the times inside an
+    embedded stream (`time`, `time0`, `dt`) zeroed. Snapshot files keep no real time,
+    and those inside streams are refreshed per file, so two snapshots of one event
+    (a parent's and its child's seed copy) differ only there."""
+    data = row.get("data")
+    stream = data.get("stream") if type(data) is dict else None
+    if type(stream) is not list:
+        return row
+    zeroed = []
+    for member in stream:
+        if type(member) is dict:
+            member = {**member}
+            for key in ("time", "time0"):
+                if key in member:
+                    member[key] = 0
+            if type(member.get("dt")) is list:
+                member["dt"] = [0] * len(member["dt"])
+        zeroed.append(member)
+    return {**row, "data": {**data, "stream": zeroed}}
+
+
 def projected_row(obj: Any) -> Projected | None:
     """The row as a projected snapshot row, or None if it is not one (it has a `seq`,
     `time`, `seq0` or `time0`, or no string type)."""

@@ -20,6 +20,8 @@ from turnline.core.usage import fold_log, root_usage
 from turnline.core.view import SessionView
 from turnline.core.watcher import RootWatcher, SessionAdded, SessionRemoved
 
+from ..conftest import FIXTURES
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "dsh-generations"
 V5_SAMPLES = sorted((DATA / "v5").rglob("session.v5.jsonl"))
 
@@ -405,3 +407,65 @@ def test_a_projected_log_grows_by_rows_without_seq(tmp_path: Path) -> None:
     ]
     assert change.summary.turns == 2 and not change.summary.open_turn
     assert not any(p.kind is ProblemKind.CORRUPT for p in change.problems)
+
+
+# -- dsh's own V2, V3 and V4 logs ----------------------------------------------------------
+
+OLDER_SAMPLES = sorted(p for v in ("v2", "v3", "v4") for p in (DATA / v).rglob("*.jsonl"))
+#: dsh's subagent-fork-in-process child: its seed's end in each version (the inherited
+#: marker's row), and its own and inherited usage (the fact sheet's twin table, §7).
+FORK_CUT = {2: 15, 3: 16}
+FORK_OWN = (97, 39, 2816, 0)
+FORK_INHERITED = (2885, 25, 0, 0)
+BUCKETS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+
+
+def test_the_older_samples_are_dshs_seven() -> None:
+    assert [p.relative_to(DATA).as_posix() for p in OLDER_SAMPLES] == [
+        "v2/acp/escalation-rejected/session.v2.jsonl",
+        "v2/sdk/subagent-fork-in-process/session.1.v2.jsonl",
+        "v2/sdk/subagent-fork-in-process/session.v2.jsonl",
+        "v3/acp/escalation-rejected/session.v3.jsonl",
+        "v3/sdk/subagent-fork-in-process/session.1.v3.jsonl",
+        "v3/sdk/subagent-fork-in-process/session.v3.jsonl",
+        "v4/acp/escalation-rejected/session.v4.jsonl",
+    ]
+
+
+@pytest.mark.parametrize("path", OLDER_SAMPLES, ids=lambda p: "/".join(p.parts[-4:]))
+def test_dsh_older_sample_reads_whole(path: Path) -> None:
+    contents = read_log(path)
+    assert contents.header is not None
+    assert contents.header.version == int(path.relative_to(DATA).parts[0][1:])
+    assert [p.kind for p in contents.problems] == [ProblemKind.PROJECTED]
+    assert len(contents.events) == len(lines_of(path)) - 1
+    if "escalation-rejected" in path.parts:
+        own = fold_log(path, None).own().to_json_dict()
+        assert tuple(own[b] for b in BUCKETS) == SAMPLE_USAGE["escalation-rejected"]
+
+
+@pytest.mark.parametrize("version", sorted(FORK_CUT))
+def test_dsh_v2_v3_fork_child_has_its_cut_its_parent_and_its_usage(version: int) -> None:
+    folder = DATA / f"v{version}" / "sdk" / "subagent-fork-in-process"
+    root = SessionRoot(folder)
+    by_name = {s.path.name: s for s in root.scan()}
+    child = by_name[f"session.1.v{version}.jsonl"]
+    assert child.header is not None and child.header.is_seeded is True
+    assert child.seed_length == FORK_CUT[version]
+    loaded = root.load(child)
+    # its seed is its parent's prefix, compared as dsh's snapshots keep it
+    assert [p.kind for p in loaded.problems] == [ProblemKind.PROJECTED]
+    assert loaded.parent_path == folder / f"session.v{version}.jsonl"
+    view = SessionView(loaded)
+    assert [(t.turn.number, t.inherited) for t in view.turns] == [(1, True), (2, False)]
+    fold = fold_log(child.path, child.seed_length)
+    assert tuple(fold.own().to_json_dict()[b] for b in BUCKETS) == FORK_OWN
+    assert tuple(fold.inherited().to_json_dict()[b] for b in BUCKETS) == FORK_INHERITED
+    # and the same as the v0 original's own and inherited usage, seed 42 events there
+    v0 = FIXTURES / "acp" / "subagent-fork-in-process"
+    v0_root = SessionRoot(v0)
+    (v0_child,) = [s for s in v0_root.scan() if s.parent_session is not None]
+    assert v0_child.seed_length == 42
+    v0_fold = fold_log(v0_child.path, v0_child.seed_length)
+    assert tuple(v0_fold.own().to_json_dict()[b] for b in BUCKETS) == FORK_OWN
+    assert tuple(v0_fold.inherited().to_json_dict()[b] for b in BUCKETS) == FORK_INHERITED
