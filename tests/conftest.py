@@ -1,4 +1,10 @@
-"""Shared fixtures: the real dsh logs under ../shared/fixtures/dsh."""
+"""Shared fixtures: the 151 real dsh logs.
+
+They are read from `$TURNLINE_FIXTURES` when set, else from `../shared/fixtures/dsh`
+beside the checkout when it is there (the project's shared folder), else from the copy
+this repository ships in `tests/data/dsh-fixtures` (so a plain clone passes; a test
+checks that the copy is the shared folder's, byte for byte, whenever both exist).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,21 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(
-    os.environ.get("TURNLINE_FIXTURES", REPO.parent / "shared" / "fixtures" / "dsh")
-).resolve()  # roots are resolved when opened: compare like with like
+#: The fixtures this repository ships (dsh's MIT notice inside).
+SHIPPED = REPO / "tests" / "data" / "dsh-fixtures"
+#: The project's shared copy, when the checkout sits beside it.
+SHARED = REPO.parent / "shared" / "fixtures" / "dsh"
+
+
+def _fixtures_folder() -> Path:
+    chosen = os.environ.get("TURNLINE_FIXTURES")
+    if chosen:
+        return Path(chosen)
+    return SHARED if SHARED.is_dir() else SHIPPED
+
+
+#: Roots are resolved when opened: compare like with like.
+FIXTURES = _fixtures_folder().resolve()
 
 settings.register_profile(
     "ci",
@@ -27,7 +45,10 @@ def fixture_logs() -> list[Path]:
     """Every real dsh log; fails loudly if the fixtures are not where they should be."""
     logs = sorted(FIXTURES.rglob("*.jsonl"))
     if not logs:
-        raise RuntimeError(f"no dsh fixtures under {FIXTURES}: the shared/ folder is missing")
+        raise RuntimeError(
+            f"no dsh fixtures under {FIXTURES}: set TURNLINE_FIXTURES to a folder of dsh "
+            f"logs, or restore {SHIPPED.relative_to(REPO)} (git checkout -- tests/data)"
+        )
     return logs
 
 

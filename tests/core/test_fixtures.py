@@ -204,3 +204,43 @@ def test_fast_listing_agrees_with_a_full_read(fixtures_root: Path) -> None:
             full.open_turn,
             full.title,
         ), summary.path
+
+
+def test_the_shipped_fixtures_are_the_shared_ones() -> None:
+    """A plain clone tests against the copy it ships; it must be the shared fixtures,
+    byte for byte, with dsh's notice, so no test passes on a stale copy."""
+    from ..conftest import SHARED, SHIPPED
+
+    shipped = sorted(p.relative_to(SHIPPED) for p in SHIPPED.rglob("*") if p.is_file())
+    assert len([p for p in shipped if p.suffix == ".jsonl"]) == 151
+    assert Path("NOTICE.md") in shipped
+    if not SHARED.is_dir():
+        return  # a clone on its own: the copy is all there is
+    shared = sorted(p.relative_to(SHARED) for p in SHARED.rglob("*") if p.is_file())
+    assert shipped == shared
+    for rel in shipped:
+        assert (SHIPPED / rel).read_bytes() == (SHARED / rel).read_bytes(), rel
+
+
+def test_a_clone_alone_finds_the_shipped_fixtures(tmp_path: Path) -> None:
+    """Without the shared folder beside the checkout, conftest picks the shipped copy."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys; sys.path.insert(0, os.getcwd()); "
+        "import tests.conftest as c; print(c.FIXTURES == c.SHIPPED.resolve(), "
+        "len(c.fixture_logs()))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TURNLINE_FIXTURES"}
+    repo = Path(__file__).resolve().parents[2]
+    clone = tmp_path / "clone"
+    (clone / "tests").mkdir(parents=True)
+    (clone / "tests" / "conftest.py").write_bytes((repo / "tests" / "conftest.py").read_bytes())
+    (clone / "tests" / "__init__.py").write_bytes(b"")
+    (clone / "tests" / "data").symlink_to(repo / "tests" / "data")
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=clone, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "151"]
