@@ -102,14 +102,21 @@ def generations(path: Path) -> list[tuple[int, Path]]:
     """(version, path) of every generation file in a log's folder, newest first: the
     log itself and the history dsh keeps beside it. Just the log when its name is not
     a canonical generation name, or its folder cannot be listed."""
-    if generation_of(path.name) is None:
+    own = generation_of(path.name)
+    if own is None:
         return []
+    folder = path.parent
     try:
-        with os.scandir(path.parent) as it:
-            names = [e.name for e in it if e.is_file()]
+        names = os.listdir(folder)  # a session folder holds one or two entries
     except OSError:
-        return []
-    found = [(v, path.parent / n) for n in names if (v := generation_of(n)) is not None]
+        return [(own, path)]
+    if len(names) == 1:
+        return [(own, path)]  # the common case: the log alone
+    found = [
+        (v, folder / n)
+        for n in names
+        if (v := generation_of(n)) is not None and (n == path.name or os.path.isfile(folder / n))
+    ]
     return sorted(found, key=lambda item: (-item[0], item[1].name))
 
 

@@ -247,7 +247,7 @@ def state_json(
         "delegationDepth": header.delegation_depth if header else None,
         "path": path,
         "format": _format_of(header),
-        "generations": [str(p) for _, p in formats.generations(Path(path))] or [path],
+        "generations": _generations(path),
         "encoding": st.encoding,
         "events": st.events,
         "lastSeq": st.last_seq,
@@ -262,6 +262,20 @@ def state_json(
             *(p.to_json_dict() for p in extra_problems),
         ],
     }
+
+
+def _generations(path: str) -> list[str]:
+    """`formats.generations` of a log as path strings, newest first (the log alone when
+    its folder holds nothing else: no `Path` is made for the common case)."""
+    folder, name = os.path.split(path)
+    if formats.generation_of(name) is None:
+        return [path]
+    try:
+        if len(os.listdir(folder)) == 1:
+            return [path]
+    except OSError:
+        return [path]
+    return [str(p) for _, p in formats.generations(Path(path))] or [path]
 
 
 def _format_of(header: HeaderState | None) -> int | None:
