@@ -183,7 +183,7 @@ def test_every_twin_gives_the_same_search_hits(
 
 
 def test_a_folder_holding_both_generations_is_the_newer_one(
-    twins: tuple[Path, dict[Path, Path]], tmp_path: Path
+    twins: tuple[Path, dict[Path, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """dsh resumed one session of the fixtures: its V5 successor sits beside the V0 log."""
     _root, pairs = twins
@@ -207,3 +207,12 @@ def test_a_folder_holding_both_generations_is_the_newer_one(
         if summary.parent_session is not None and summary.seed_length is not None:
             loaded = root.load(summary)
             assert not any(p.kind is ProblemKind.SEED_MISMATCH for p in loaded.problems)
+    # the catalog indexes the session once, from its newest generation
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    catalog = open_catalog(tmp_path / "root")
+    try:
+        hits = search(catalog, "codeword", include_inherited=True).hits
+    finally:
+        catalog.close()
+    assert hits
+    assert {Path(h.path).name for h in hits} <= {"session.v5.jsonl", "session.1.jsonl"}
