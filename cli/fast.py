@@ -86,7 +86,40 @@ def _parse(args: list[str]) -> dict[str, Any] | None:
     words: list[str] = got["words"]
     if "--json" not in got or len(words) < 2 or not os.path.isdir(words[0]):
         return None
+    if holds_no_log(words[0]):
+        return None  # not a root of sessions: `cli.main` refuses it (ROOT_INVALID)
     return got
+
+
+#: Suffixes of a log's file name, and the prefix of a fork's temporary (which is not
+#: one): `core.root.is_log_name`'s rule, here without loading the readers.
+_LOG_SUFFIXES = (".jsonl", ".jsonl.zstd")
+_TEMP_PREFIX = ".turnline-tmp-"
+
+
+def holds_no_log(folder: str, budget: int = 5000) -> bool:
+    """True if no file under `folder` has a log's name, looking at `budget` entries at
+    most (a check must not walk a whole disk: `turnline show /`); False when one is
+    found, when the budget runs out first, or at a symlinked folder (which discovery
+    may follow: it cannot be told cheaply)."""
+    pending = [folder]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif (entry.is_symlink() and entry.is_dir()) or (
+                        entry.name.endswith(_LOG_SUFFIXES)
+                        and not entry.name.startswith(_TEMP_PREFIX)
+                    ):
+                        return False
+        except OSError:
+            continue  # an unreadable folder holds nothing we could show
+    return True
 
 
 def _search(args: list[str]) -> int | None:

@@ -38,6 +38,7 @@ from turnline.core.textsafe import one_line
 from turnline.core.view import SessionView
 
 from . import render
+from .fast import holds_no_log
 
 COMMANDS: Final = (
     "ls",
@@ -273,38 +274,20 @@ def _not_a_log(path: Path) -> str | None:
     return "its first line is not a dsh session header"
 
 
-def _folder_message(first: str, folder: Path) -> str:
-    """What to say when a lone positional names a folder and no default root exists."""
-    if _holds_no_log(folder):
+def _folder_message(first: str, folder: Path, sessions: str = "a SESSION") -> str:
+    """What to say when a lone positional names a folder and no default root exists
+    (`sessions`: what to name after it, `a SESSION` or, for `diff`, `sessions A and B`)."""
+    if holds_no_log(str(folder)):
         return f"{first} is a folder with no session logs in it, not a session"
     return (
-        f"{first} is a folder, not a session; to use it as ROOT, name a SESSION after it "
+        f"{first} is a folder, not a session; to use it as ROOT, name {sessions} after it "
         f"(`turnline ls {first}` lists them)"
     )
 
 
-def _holds_no_log(folder: Path, budget: int = 5000) -> bool:
-    """True if no file under `folder` has a log's name, looking at `budget` entries at
-    most (an error message must not walk a whole disk: `turnline show /`); False when
-    one is found or the budget runs out first. Symlinks are not followed."""
-    pending = [folder]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    budget -= 1
-                    if budget < 0:
-                        return False
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(Path(entry.path))
-                    elif is_log_name(entry.name):
-                        return False
-        except OSError:
-            continue  # an unreadable folder holds nothing we could show
-    return True
-
-
-def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | None:
+def _folder_hint(
+    first: str, second: str | None, exc: Exception, sessions: str = "a SESSION"
+) -> CliError | None:
     """A clearer error when a lone positional is a folder: the SESSION was forgotten."""
     if second is not None or not _kind_of(first)[1]:
         return None
@@ -316,7 +299,7 @@ def _folder_hint(first: str, second: str | None, exc: Exception) -> CliError | N
     message = getattr(exc, "message", str(exc))
     return CliError(
         str(code),
-        f"{message}; {first} is a folder: to use it as ROOT, name a SESSION after it",
+        f"{message}; {first} is a folder: to use it as ROOT, name {sessions} after it",
     )
 
 
@@ -489,23 +472,31 @@ def cmd_fork(args: argparse.Namespace) -> int:
     boundary: Any = _boundary(args.at)
     try:
         root, ref = _root_and_session(args.first, args.second)
-        result = root.fork(ref, boundary, args.id)
+        source = root.resolve(ref)
+        if args.at is None:
+            boundary = _last_fork_point(root, source)
+        result = root.fork(source, boundary, args.id)
     except (SessionLookupError, RootError, CliError, SessionForkError) as exc:
         hint = _folder_hint(args.first, args.second, exc)
         if hint is None:
             raise
         raise hint from exc
     child = result.child
+    default = args.at is None
     if args.json:
         _print_json(
             {
                 "child": child.to_json_dict(extra_problems=_problems_of(root, child)),
                 "parent": result.parent_id,
                 "boundary": result.boundary,
+                "boundaryDefault": default,
+                "root": str(root.write_root),
             }
         )
         return 0
     at = "an empty seed" if result.boundary is None else f"seq {result.boundary}"
+    if default and result.boundary is not None:
+        at += " (the last turn/end: --at not given)"
     _print_lines(
         [
             f"forked {one_line(result.parent_id)} at {at} → {one_line(child.id)}",
@@ -513,6 +504,18 @@ def cmd_fork(args: argparse.Namespace) -> int:
         ]
     )
     return 0
+
+
+def _last_fork_point(root: SessionRoot, source: Any) -> int | None:
+    """The CLI's default `--at`: the last `turn/end` the fork rule accepts (the core's
+    own default, the last event, is refused on every live session and fresh child).
+    None, the core's default, when there is none: an empty session then forks to an
+    empty child, and any other is refused by the fork rule, which says why."""
+    view = SessionView(root.load(source, check_seed=False))
+    for tv in reversed(view.turns):
+        if tv.forkable and tv.boundary is not None:
+            return tv.boundary
+    return None
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
@@ -528,16 +531,23 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """`turnline diff [ROOT] A B [--json]`."""
     from turnline.core.compare import CompareError, compare
 
-    refs = [r for r in (args.first, args.second, args.third) if r is not None]
-    if len(refs) == 3:
-        root, refs = _open_root(refs[0]), refs[1:]
-    elif len(refs) == 2:
-        root = _open_root(None)
+    if args.third is not None:
+        root, refs = _open_root(args.first), [args.second, args.third]
     else:
-        raise CliError("USAGE", "diff needs two sessions: turnline diff [ROOT] A B")
+        # A B, as `show` takes a lone SESSION: a folder in A's place is looked up as a
+        # session under the default root, and named as a ROOT whose B was forgotten.
+        root, refs = _diff_default_root(args.first), [args.first, args.second]
     root.scan()
     try:
-        result = compare(root, root.resolve(refs[0]), root.resolve(refs[1]))
+        left, right = root.resolve(refs[0]), root.resolve(refs[1])
+    except SessionLookupError as exc:
+        if args.third is None:
+            hint = _folder_hint(args.first, None, exc, DIFF_SESSIONS)
+            if hint is not None:
+                raise hint from exc
+        raise
+    try:
+        result = compare(root, left, right)
     except CompareError as exc:
         raise CliError(exc.code, exc.message) from exc
     if args.json:
@@ -547,18 +557,48 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What `diff`'s errors say to name after a ROOT.
+DIFF_SESSIONS: Final = "sessions A and B"
+
+
+def _diff_default_root(first: str) -> SessionRoot:
+    """The root of `diff A B`: the default root, by `show`'s rules for A (a file that
+    is not a log is refused; a folder, when there is no default root, is named as a
+    ROOT given without B).
+
+    Raises:
+        CliError: NOT_A_LOG, NOT_A_SESSION, ROOT_NOT_FOUND.
+    """
+    is_file, is_dir = _kind_of(first)
+    if is_file:
+        why = _not_a_log(Path(first))
+        if why is not None:
+            raise CliError("NOT_A_LOG", f"{first} is not a session log: {why}")
+    try:
+        return _open_root(None)
+    except CliError:
+        if not is_dir:
+            raise
+        raise CliError(
+            "NOT_A_SESSION", _folder_message(first, Path(first), DIFF_SESSIONS)
+        ) from None
+
+
 def _diff_lines(result: Any) -> list[str]:
     """`turnline diff` as text: the split, each side's outcome, the aligned rows."""
+    from turnline.core.usage import compact_tokens
+
     lines = [
         f"ancestor {one_line(result.ancestor.id)}, diverged at seq {result.diverged_at}"
-        f" (shared: {result.shared_turns} turns)",
+        f" (shared: {render.plural(result.shared_turns, 'turn')})",
     ]
     for label, side in (("left", result.left), ("right", result.right)):
-        tools = ", ".join(f"{one_line(k)}×{v}" for k, v in side.tool_calls.items()) or "none"
+        tools = ", ".join(f"{one_line(k)}×{v:,}" for k, v in side.tool_calls.items()) or "none"
         lines.append(
-            f"{label:5} {one_line(side.summary.id)}: {len(side.turns)} turns, last "
-            f"{side.last_reason or '-'}, {side.tokens.total} tokens, {side.errors} errors, "
-            f"{side.wall_ms / 1000:.1f} s, tools {tools}, files {len(side.files)}"
+            f"{label:5} {one_line(side.summary.id)}: {render.plural(len(side.turns), 'turn')}, "
+            f"last {side.last_reason or '-'}, {compact_tokens(side.tokens.total)} tokens, "
+            f"{render.plural(side.errors, 'error')}, {render.duration(side.wall_ms)}, "
+            f"tools {tools}, {render.plural(len(side.files), 'file')}"
         )
     for k, (left, right) in enumerate(result.rows, 1):
 
@@ -605,7 +645,7 @@ def cmd_resume_cmd(args: argparse.Namespace) -> int:
 def cmd_usage(args: argparse.Namespace) -> int:
     """`turnline usage [ROOT] [SESSION] [--by ...] [--prices FILE] [--json]`."""
     from turnline.core.prices import load_prices
-    from turnline.core.usage import UsageTotals, root_usage
+    from turnline.core.usage import UsageTotals, compact_tokens, root_usage
     from turnline.core.xdg import ConfigError
 
     try:
@@ -645,7 +685,10 @@ def cmd_usage(args: argparse.Namespace) -> int:
     _print_lines(render.usage_lines(rows, usage.totals, prices, args.by))
     if usage.inherited_from_outside.tokens:
         _print_lines(
-            [f"inherited from outside: {usage.inherited_from_outside.total_tokens} tokens"]
+            [
+                "inherited from outside: "
+                f"{compact_tokens(usage.inherited_from_outside.total_tokens)} tokens"
+            ]
         )
     unpriced = usage.unpriced_models(prices)
     if prices is not None and unpriced:
@@ -663,20 +706,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     """`turnline search [ROOT] QUERY [--in ...] [--include-inherited] [--session ID]
     [--limit N] [--no-cache] [--json]`."""
     from turnline.core.catalog import CatalogError
-    from turnline.core.search import QueryError, open_catalog, parse_fields, search
+    from turnline.core.search import (
+        QueryError,
+        UnknownSessionError,
+        open_catalog,
+        parse_fields,
+        search,
+    )
 
-    words: list[str] = args.words
-    # [ROOT] QUERY: the first word is ROOT when more follow and it names something on disk
-    # (a query of several words may also be given unquoted).
-    if len(words) > 1 and os.path.exists(words[0]):
-        root_arg, query = words[0], " ".join(words[1:])
-    else:
-        root_arg, query = None, " ".join(words)
+    root, query = _search_root_and_query(args.words)
     try:
         fields = parse_fields(args.fields)
         if args.limit is not None and args.limit < 0:
             raise QueryError("--limit must be 0 or more")
-        root = _open_root(root_arg)
         session = args.session if root.single is None else str(root.single)
         progress = _search_progress() if sys.stderr.isatty() and not args.json else None
         catalog = open_catalog(root.path, no_cache=args.no_cache)
@@ -692,6 +734,10 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
         finally:
             catalog.close()
+    except UnknownSessionError as exc:  # as `show` says it (`SessionRoot.resolve`)
+        raise CliError(
+            "SESSION_NOT_FOUND", f"no session {exc.session!r} under {root.path}"
+        ) from exc
     except QueryError as exc:
         raise CliError("BAD_QUERY", str(exc)) from exc
     except CatalogError as exc:
@@ -704,6 +750,49 @@ def cmd_search(args: argparse.Namespace) -> int:
         lines.append(f"… {result.total - len(result.hits)} more (--limit)")
     _print_lines(lines or ["no hits"])
     return 0
+
+
+def _search_root_and_query(words: Sequence[str]) -> tuple[SessionRoot, str]:
+    """Split `search [ROOT] QUERY` as `show` splits `[ROOT] SESSION`: with several
+    positionals the first is ROOT (it must exist, and hold session logs), and the rest
+    is the QUERY (several words may go unquoted); one positional is the QUERY under the
+    default root.
+
+    Raises:
+        RootError, CliError: ROOT_NOT_FOUND (a missing ROOT; no default root),
+            ROOT_INVALID (a ROOT folder with no session log in it), each saying how to
+            quote a query of several words, or how to search a lone folder.
+    """
+    if len(words) > 1:
+        first, query = words[0], " ".join(words[1:])
+        quote = (
+            "to search several words under the default root, quote them: "
+            f"turnline search {_shell_quote(' '.join(words))}"
+        )
+        try:
+            root = _open_root(first)
+        except RootError as exc:
+            raise CliError(exc.code, f"{exc.message}; {quote}") from exc
+        if root.single is None and holds_no_log(str(root.path)):
+            raise CliError("ROOT_INVALID", f"{no_sessions_message(root.path)}; {quote}")
+        return root, query
+    (query,) = words
+    try:
+        return _open_root(None), query
+    except CliError as exc:
+        if not _kind_of(query)[1]:
+            raise
+        raise CliError(
+            exc.code,
+            f"no ROOT was given and no default session root exists; {query} is a folder: "
+            f"to search it, give a QUERY after it (`turnline search {query} QUERY`)",
+        ) from exc
+
+
+def _shell_quote(text: str) -> str:
+    """`text` in double quotes for a shell (what a user would type)."""
+    escaped = "".join("\\" + c if c in '"\\$`' else c for c in text)
+    return f'"{escaped}"'
 
 
 def _search_line(hit: Any) -> str:
@@ -747,6 +836,15 @@ def cmd_open(args: argparse.Namespace) -> int:
     """`turnline [open] [ROOT|FILE] [--poll]`: the terminal UI."""
     path = Path(args.root) if args.root is not None else default_root()
     root = SessionRoot(path)  # a missing or odd path is refused here, before textual loads
+    if not _on_terminal():
+        # The app would fill a pipe or a file with escape codes, or wait for keys that
+        # never come: say so, and name the commands that do work there.
+        _write(
+            sys.stderr,
+            "turnline: the app needs a terminal (stdin and stdout); in a pipe or a "
+            "script use `turnline ls`, `turnline show SESSION` or `turnline tree`\n",
+        )
+        return 2
     # The scan runs in the process pool while Textual loads (half a second of imports):
     # the pool's workers are forked now, while this process has one thread, and never
     # again (the app forks nothing: see docs/ARCHITECTURE.md, Processes).
@@ -756,6 +854,14 @@ def cmd_open(args: argparse.Namespace) -> int:
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
     status = run_app(path, poll=args.poll, scan=scan)
     return status if isinstance(status, int) else 0
+
+
+def _on_terminal() -> bool:
+    """True when both stdin and stdout are terminals (what the app draws on and reads)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -827,11 +933,15 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     parser = _Parser(
         prog="turnline",
+        usage="turnline [-h] [--version] COMMAND ...\n"
+        "       turnline [ROOT|FILE] [--poll]   (open the app, as `turnline open`)",
         description="Browse and fork dsh session logs. With no command, open the app.",
         epilog="ROOT defaults to $DSH_HOME/sessions, else ~/.dsh/sessions.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, prog="turnline"
+    )
 
     ls = sub.add_parser("ls", help="one line (or JSON entry) per session")
     ls.add_argument("root", nargs="?", metavar="ROOT", help="a folder of logs, or one log")
@@ -965,7 +1075,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the temporary demo root when the app closes"
     )
     demo.set_defaults(run=cmd_demo)
+    _describe(sub)
     return parser
+
+
+def _describe(sub: Any) -> None:
+    """Start each subcommand's own help (`turnline tree -h`) with its one-line help
+    from `turnline -h`, then what it already said."""
+    for action in sub._choices_actions:
+        parser = sub.choices[action.dest]
+        line = str(action.help)
+        said = f"{line[:1].upper()}{line[1:]}."
+        parser.description = f"{said} {parser.description}" if parser.description else said
 
 
 def _with_command(argv: list[str]) -> list[str]:

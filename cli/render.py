@@ -60,6 +60,27 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def plural(n: int, word: str) -> str:
+    """`1 turn`, `2 turns`, `1,234 turns` (thousands separated)."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def duration(ms: int) -> str:
+    """A wall time as people write it: `3.2 s` under a minute, then its two largest
+    units: `12m 5s`, `1h 0m`, `7d 4h`."""
+    if ms < 60_000:
+        return f"{max(ms, 0) / 1000:.1f} s"
+    seconds = ms // 1000
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    days, h = divmod(hours, 24)
+    if days:
+        return f"{days}d {h}h"
+    if hours:
+        return f"{hours}h {m}m"
+    return f"{minutes}m {s}s"
+
+
 def session_flags(summary: SessionSummary, problems: Sequence[LogProblem]) -> str:
     """The flags column of `ls`: broken, open-turn, subagent/fork, zstd, problems."""
     flags: list[str] = []
@@ -335,32 +356,38 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
 
 
 def usage_lines(rows: Sequence[tuple[str, Any]], totals: Any, prices: Any, by: str) -> list[str]:
-    """`turnline usage`: one row per session/model/project/day (`UsageTotals`),
-    sorted by spend (cost when priced, else billed tokens), then a totals line."""
+    """`turnline usage`: one row per session/model/project/day (`UsageTotals`), then a
+    totals line. Sessions and projects are sorted by spend (cost when priced, else
+    billed tokens), days newest first. A model's or a day's row holds only its usage
+    samples, so those groupings have no turns or tools columns."""
 
     def spend(item: tuple[str, Any]) -> tuple[float, int]:
         cost = item[1].cost(prices)
         return (cost if cost is not None else -1.0, item[1].total_tokens)
 
-    header = [by, "input", "output", "cache-r", "cache-w", "calls", "turns", "tools", "cost"]
+    whole = by in ("session", "project")  # rows that are whole sessions: turns, tools
+    header = [by, "input", "output", "cache-r", "cache-w", "calls"]
+    header += ["turns", "tools", "cost"] if whole else ["cost"]
     table = [header]
-    for label, u in [*sorted(rows, key=spend, reverse=True), ("total", totals)]:
+    if by == "day":
+        ordered = sorted(rows, key=lambda item: item[0], reverse=True)  # ISO dates
+    else:
+        ordered = sorted(rows, key=spend, reverse=True)
+    for label, u in [*ordered, ("total", totals)]:
         b = u.buckets()
-        table.append(
-            [
-                one_line(label, 60),
-                compact_tokens(b[0]),
-                compact_tokens(b[1]),
-                compact_tokens(b[2]),
-                compact_tokens(b[3]),
-                str(b[5]),
-                str(u.turns),
-                str(u.tool_calls),
-                _cost(u.cost(prices)),
-            ]
-        )
+        row = [
+            one_line(label, 60),
+            compact_tokens(b[0]),
+            compact_tokens(b[1]),
+            compact_tokens(b[2]),
+            compact_tokens(b[3]),
+            f"{b[5]:,}",
+        ]
+        if whole:
+            row += [f"{u.turns:,}", f"{u.tool_calls:,}"]
+        table.append([*row, _cost(u.cost(prices))])
     # The label goes last in `_table` (left ragged): move it there.
-    lines = _table([row[1:] + row[:1] for row in table], right=range(8))
+    lines = _table([row[1:] + row[:1] for row in table], right=range(len(header) - 1))
     unmetered = sum(totals.unmetered.values())
     if unmetered:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(totals.unmetered.items()))

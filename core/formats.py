@@ -228,9 +228,9 @@ def snapshot_form(row: dict[str, Any]) -> dict[str, Any]:
     and those inside streams are refreshed per file, so two snapshots of one event
     (a parent's and its child's seed copy) differ only there."""
     data = row.get("data")
-    stream = data.get("stream") if type(data) is dict else None
-    if type(stream) is not list:
+    if not isinstance(data, dict) or not isinstance(data.get("stream"), list):
         return row
+    stream = data["stream"]
     zeroed = []
     for member in stream:
         if type(member) is dict:

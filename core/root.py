@@ -681,7 +681,15 @@ class SessionRoot:
     """The sessions under one directory (or one log file).
 
     Args:
-        path: A directory, or a single log file (its folder becomes the write root).
+        path: A directory, or a single log file.
+
+    Attributes:
+        path: The folder shown: the directory, or the single log's folder.
+        single: The single log, or None for a directory.
+        write_root: Where `fork` writes children: the directory; for a single log in
+            dsh's layout (`<sessions root>/--<project>--/<encoded id>/session*.jsonl`)
+            its sessions root, where dsh looks for sessions; for any other single
+            log, its folder.
     """
 
     def __init__(self, path: Path) -> None:
@@ -700,9 +708,12 @@ class SessionRoot:
         if stat.S_ISDIR(st.st_mode):
             self.path = path
             self.single: Path | None = None
+            self.write_root = path
         elif stat.S_ISREG(st.st_mode) and is_log_name(path.name):
             self.path = path.parent
             self.single = path
+            in_layout = layout_session_id(path) is not None
+            self.write_root = path.parent.parent.parent if in_layout else path.parent
         else:
             raise RootError(f"{path} is neither a directory nor a .jsonl/.jsonl.zstd log")
         self._summaries: dict[Path, SessionSummary] = {}
@@ -1147,7 +1158,7 @@ class SessionRoot:
         *,
         fault: FaultHook = _no_fault,
     ) -> ForkResult:
-        """Fork a persisted session and write the child atomically into this root.
+        """Fork a persisted session and write the child atomically under `write_root`.
 
         Raises:
             SessionForkError: the RFC's codes; WRITE_FAILED for I/O errors (nothing
@@ -1234,8 +1245,8 @@ class SessionRoot:
             marker = end_seed_event(seed_length, child.created_at)
         encoding = self.encoding
         name = generation_name(child.version or 0, zstd=encoding is Encoding.ZSTD)
-        final = session_dir(self.path, cid, header.cwd) / name
-        real_root = os.path.realpath(self.path)
+        final = session_dir(self.write_root, cid, header.cwd) / name
+        real_root = os.path.realpath(self.write_root)
         real_target = os.path.realpath(final.parent)
         if os.path.commonpath([real_root, real_target]) != real_root:
             # A symlinked project or session folder would put the child elsewhere.
@@ -1244,7 +1255,7 @@ class SessionRoot:
                 f"{final.parent} resolves to {real_target}, outside the root {real_root}; "
                 "nothing was written",
             )
-        cleanup_root_temporaries(self.path)  # leftovers of killed forks anywhere here
+        cleanup_root_temporaries(self.write_root)  # leftovers of killed forks anywhere here
         seed = events[:seed_length]
         copied: FileRange | None = None
         chunks: list[bytes | FileRange]

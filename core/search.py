@@ -44,6 +44,7 @@ __all__ = [
     "QueryError",
     "SearchResult",
     "Term",
+    "UnknownSessionError",
     "line_snippet",
     "open_catalog",
     "parse_fields",
@@ -375,6 +376,7 @@ def search(
 
     Raises:
         QueryError: The query or an option is malformed.
+        UnknownSessionError: `session` names no session of the catalog.
     """
     terms = parse_query(query)
     check_options(fields, limit)
@@ -388,6 +390,24 @@ def search(
         session=session,
         limit=limit,
     )
+
+
+class UnknownSessionError(QueryError):
+    """`session` (`--session`) names no session of the catalog: no id starts with it
+    and no log has it as its path."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__(f"no session {session!r}")
+        self.session = session
+
+
+def _has_session(db: sqlite3.Connection, session: str) -> bool:
+    """True if a log of the catalog has an id starting with `session`, or that path."""
+    row = db.execute(
+        "SELECT 1 FROM logs WHERE substr(session, 1, ?) = ? OR path = ? LIMIT 1",
+        (len(session), session, session),
+    ).fetchone()
+    return row is not None
 
 
 def check_options(fields: Sequence[str], limit: int | None) -> None:
@@ -456,8 +476,15 @@ def search_db(
     limit: int | None = None,
 ) -> SearchResult:
     """`search` on a catalog's connection as it is (no refresh; a read transaction
-    makes every read one snapshot), for parsed `terms` and checked options."""
+    makes every read one snapshot), for parsed `terms` and checked options.
+
+    Raises:
+        UnknownSessionError: `session` names no session of the catalog.
+    """
     from .query import read_links
+
+    if session is not None and not _has_session(db, session):
+        raise UnknownSessionError(session)
 
     logs: dict[int, tuple[Any, ...]] = {}
     matched: dict[tuple[int, int], _Doc] | None = None

@@ -308,7 +308,7 @@ def test_fork_json_and_the_parent_stays_identical(root: Path, capsys: Any) -> No
     before = digest(root)
     code, forked = run_json(capsys, "fork", str(root), "aaaa", "--at", "4", "--id", "dddd-new")
     assert code == 0
-    assert list(forked) == ["child", "parent", "boundary"]
+    assert list(forked) == ["child", "parent", "boundary", "boundaryDefault", "root"]
     assert (forked["parent"], forked["boundary"]) == ("aaaa-parent", 4)
     child = forked["child"]
     assert list(child) == SESSION_KEYS
@@ -329,7 +329,10 @@ def test_fork_json_and_the_parent_stays_identical(root: Path, capsys: Any) -> No
 @pytest.mark.parametrize(
     ("at", "hint"),
     [
-        (None, "nearest earlier turn/end is seq 9"),
+        # issue 23: without --at the CLI now forks at the last turn/end (seq 9, see
+        # tests/cli/test_issue23.py); the core's default (the last event) is refused
+        # as before in tests/core.
+        ("10", "nearest earlier turn/end is seq 9"),
         ("3", "nearest earlier turn/end is seq -"),
         ("-1", ">= 0"),
         ("1.5", "integer"),
@@ -355,7 +358,8 @@ def test_fork_text_and_default_uuid(root: Path, capsys: Any) -> None:
     code, out, err = run(capsys, "fork", str(root), "bbbb-child")
     assert code == 0 and err == ""
     first, second = out.splitlines()
-    assert first.startswith("forked bbbb-child at seq 9 → ")
+    # issue 23: the line says the boundary was the default (it was "at seq 9 → ")
+    assert first.startswith("forked bbbb-child at seq 9 (the last turn/end: --at not given) → ")
     child_id = first.rsplit(" ", 1)[1]
     assert Path(second.strip()) == root / "--w-app--" / child_id / "session.jsonl"
     assert Path(second.strip()).is_file()

@@ -38,7 +38,9 @@ def test_diff_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     forked_pair(tmp_path)
     code, out, _ = _run(capsys, "diff", str(tmp_path), "left", "right")
     assert code == 0
-    assert out.startswith("ancestor parent-1, diverged at seq 8 (shared: 1 turns)")
+    assert out.startswith(
+        "ancestor parent-1, diverged at seq 8 (shared: 1 turn)"
+    )  # issue 23: was "1 turns"
     assert "\x1b" not in out
 
 
