@@ -7,9 +7,11 @@ Commands run through `App.suspend()`; log text reaches the screen only as rich `
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -38,6 +40,12 @@ AFTER_FORK_BINDINGS: list[BindingType] = [
     Binding("o", "open_turn", "Open turn", show=False),
     Binding("O", "edit_turn", "Edit turn", show=False),
 ]
+
+
+def wait_for_enter() -> None:
+    """Wait for a line on the terminal (the app is suspended: stdin is the tty)."""
+    with contextlib.suppress(OSError, ValueError):  # no stdin, or closed: do not wait
+        sys.stdin.readline()
 
 
 class AfterForkActions:
@@ -75,6 +83,7 @@ class AfterForkActions:
             self._say("no session is highlighted", title="Mark", warning=True)
             return
         self.marked = summary.path
+        self._app().session_tree.set_marked(summary.path)
         self._say(f"marked {one_line(summary.id)}: d on another session compares", title="Mark")
 
     def action_compare(self) -> None:
@@ -152,20 +161,50 @@ class AfterForkActions:
             )
             self._say(warning, title="Continue", warning=True)
             cwd = os.getcwd()
-        self._run_suspended(["sh", "-c", command], cwd=cwd, warning=warning)
+        code = self._run_suspended(
+            ["sh", "-c", command], cwd=cwd, warning=warning, failure=f"resume command {command}"
+        )
+        if code:
+            # An error, not the rescan's note alone: the agent never ran (or failed).
+            app.notify(
+                f"resume command exited {code}: {one_line(command)}",
+                title="Continue failed",
+                severity="error",
+                markup=False,
+            )
         app.action_reload()
 
-    def _run_suspended(self, argv: list[str], *, cwd: str, warning: str | None = None) -> None:
+    def _run_suspended(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        warning: str | None = None,
+        failure: str | None = None,
+    ) -> int | None:
+        """Run `argv` with the app suspended; its exit code (None if it did not run).
+
+        With `failure` (what the command is, for the terminal), a command that exits
+        non-zero keeps the terminal until Enter, so its output can be read before the
+        app's screen comes back over it.
+        """
         app = self._app()
         try:
             with app.suspend():
                 if warning:
                     print(f"turnline: {warning}", flush=True)
-                subprocess.run(argv, cwd=cwd, check=False)
+                code = subprocess.run(argv, cwd=cwd, check=False).returncode
+                if code and failure is not None:
+                    print(f"\nturnline: {failure} exited {code}", flush=True)
+                    print("press Enter to return to turnline", end="", flush=True)
+                    wait_for_enter()
         except OSError as exc:
             self._say(f"cannot run {one_line(argv[0])}: {exc}", title="Failed", warning=True)
+            return None
         except SuspendNotSupported as exc:  # no terminal (e.g. the web driver)
             self._say(f"cannot suspend here: {exc}", title="Failed", warning=True)
+            return None
+        return code
 
     def action_copy_id(self) -> None:
         """Copy the highlighted session's id (Textual's clipboard support, OSC 52)."""

@@ -986,11 +986,34 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
                 self._binding_state = state
                 self.refresh_bindings()
 
+    #: The main screen's own actions: off (and out of the footer) while a pushed screen
+    #: (usage, compare) covers it, so its keys never act on the session behind it.
+    #: Help and quit stay (`q` on a pushed screen is that screen's own "back").
+    _MAIN_SCREEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        binding.action
+        for binding in BINDINGS
+        if isinstance(binding, Binding) and binding.action not in ("help", "quit")
+    )
+
+    def main_screen_covered(self) -> bool:
+        """True while a full screen (usage, compare) is over the main screen.
+
+        Dialogs and the command palette do not count: they are modal, so the app's
+        keys never reach past them, and the palette lists the actions of the screen
+        it was opened from.
+        """
+        stack = self.screen_stack
+        top = next((screen for screen in reversed(stack) if not screen.is_modal), stack[0])
+        return top is not stack[0]
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Disable (dim) actions that make no sense on the current row."""
+        """Disable (dim) actions that make no sense on the current row, and hide the
+        main screen's actions while another screen covers it."""
         try:
             if not self.screen_stack[0].is_mounted:
                 return True
+            if action in self._MAIN_SCREEN_ACTIONS and self.main_screen_covered():
+                return False
         except (ScreenStackError, IndexError):
             return True
         if action == "fork":
@@ -1066,9 +1089,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         self.session_tree.show(message.snapshot, select=child.path, reveal=True)
         self._start_load(child.path)
         self.timeline.focus()
+        # The seed, as the dialog counted it: not `child.events`, which from V2 on
+        # also holds the `session/end-seed` marker after the seed.
+        inherited = child.seed_length
+        if inherited is None and result.boundary is not None:
+            inherited = result.boundary + 1
         self.notify(
-            f"{child.id} ← {result.parent_id} at seq {result.boundary} "
-            f"({child.events} events inherited)",
+            f"{one_line(child.id)} ← {one_line(result.parent_id)} at seq {result.boundary} "
+            f"({inherited if inherited is not None else child.events} events inherited)",
             title="Forked",
             markup=False,
         )

@@ -4,6 +4,7 @@ m + d (compare screen), e (export)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from datetime import UTC
@@ -36,14 +37,17 @@ async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
     return app
 
 
-def _suspends(app: TurnlineApp) -> list[str]:
-    """Record suspends (the headless test driver cannot really suspend)."""
+def _suspends(app: TurnlineApp, terminal: io.StringIO | None = None) -> list[str]:
+    """Record suspends (the headless test driver cannot really suspend); what is
+    printed while suspended goes to `terminal`, if given (Textual's suspend gives
+    `print` the real stdout back)."""
     entered: list[str] = []
 
     @contextlib.contextmanager
     def suspend() -> Iterator[None]:
         entered.append("in")
-        yield
+        with contextlib.redirect_stdout(terminal) if terminal else contextlib.nullcontext():
+            yield
         entered.append("out")
 
     app.suspend = suspend  # type: ignore[method-assign]
@@ -178,3 +182,52 @@ def test_compare_screen_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         terminal_size=SIZE,
         run_before=compare_before(root),
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "code"), [("false", 1), ("no-such-agent-xyz --resume {id}", 127)]
+)
+async def test_c_says_a_failed_resume_command_and_waits_for_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, code: int
+) -> None:
+    """Issue 23, bug 3: a resume command that fails (or is missing) is an error with its
+    exit code and the command, and its output stays on the terminal until Enter."""
+    _config(tmp_path, monkeypatch, command)
+    root = forked_pair(tmp_path / "root")
+    monkeypatch.chdir(tmp_path)  # the pair's cwd is gone: the command runs here
+    typed = io.StringIO("\n")
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("left").path)
+        terminal = io.StringIO()
+        entered = _suspends(app, terminal)
+        monkeypatch.setattr("sys.stdin", typed)
+        await pilot.press("c")
+        await pilot.pause()
+        assert entered == ["in", "out"]
+        assert typed.tell() == 1  # the Enter was read, inside the suspend
+        rendered = command.replace("{id}", "left")
+        errors = [n for n in app._notifications if n.severity == "error"]
+        assert [n.message for n in errors] == [f"resume command exited {code}: {rendered}"]
+    out = terminal.getvalue()
+    assert "press Enter to return to turnline" in out
+    assert f"exited {code}" in out
+
+
+async def test_c_does_not_wait_after_a_resume_command_that_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _config(tmp_path, monkeypatch, "true")
+    root = forked_pair(tmp_path / "root")
+    monkeypatch.chdir(tmp_path)
+    typed = io.StringIO("\n")
+    async with TurnlineApp(tmp_path / "root", tz=UTC).run_test(size=SIZE) as pilot:
+        app = await opened(pilot, root.resolve("left").path)
+        terminal = io.StringIO()
+        entered = _suspends(app, terminal)
+        monkeypatch.setattr("sys.stdin", typed)
+        await pilot.press("c")
+        await pilot.pause()
+        assert entered == ["in", "out"]
+        assert typed.tell() == 0
+        assert not [n for n in app._notifications if n.severity == "error"]
+    assert "press Enter" not in terminal.getvalue()

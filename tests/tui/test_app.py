@@ -648,7 +648,8 @@ async def test_the_fork_dialog_stays_open_on_a_taken_id(family: Family) -> None:
 
         await wait_for(pilot, error_shown)
         assert app.screen is dialog
-        await pilot.press(*"fresh-id", "enter")  # the taken id is selected: typing replaces it
+        # The taken id stays as typed, cursor at its end (issue 23, bug 6): erase it.
+        await pilot.press(*["backspace"] * len("eeee5555-other"), *"fresh-id", "enter")
         expected = session_dir(family.root, "fresh-id", CWD) / "session.jsonl"
         await wait_for(pilot, lambda: app.view is not None and app.view.path == expected)
         assert not isinstance(app.screen, ForkScreen)

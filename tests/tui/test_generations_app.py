@@ -148,3 +148,32 @@ async def test_a_new_generation_replaces_the_open_session_live(tmp_path: Path) -
         assert tree.node_of(new) is not None and tree.node_of(old) is None
         assert len(timeline.turns) == 3
         assert timeline.cursor_row == 1
+
+
+async def test_the_fork_notification_counts_the_seed_as_the_dialog_does(tmp_path: Path) -> None:
+    """Issue 23, bug 7: a V5 child ends its seed with a `session/end-seed` marker; the
+    notification counts the inherited events as the dialog and the child's header do
+    (boundary + 1), not the marker too."""
+    root = tmp_path / "root"
+    log, _older = v5_root(root)
+    app = TurnlineApp(root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = await opened(pilot, app, log)
+        timeline.focus()
+        timeline.move_cursor(row=1)
+        await pilot.pause()
+        boundary = timeline.turns[1].end_seq
+        assert boundary is not None
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen))
+        dialog = app.screen
+        assert isinstance(dialog, ForkScreen)
+        assert dialog.plan.inherits == boundary + 1
+        await pilot.press(*"v5-seeded", "enter")
+        child = session_dir(root, "v5-seeded", CWD) / "session.v5.jsonl"
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == child)
+        assert app.view is not None
+        assert app.view.loaded.summary.seed_length == boundary + 1
+        assert app.view.loaded.summary.events == boundary + 2  # the seed and its marker
+        forked = [n.message for n in app._notifications if n.title == "Forked"]
+        assert forked == [f"v5-seeded ← s1 at seq {boundary} ({boundary + 1} events inherited)"]

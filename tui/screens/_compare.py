@@ -51,7 +51,11 @@ def _turn_text(label: str, turn: Turn | None) -> Text:
 class CompareScreen(Screen[None]):
     """Rows aligned by position after the split; the shared prefix folded into one line."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        # A pushed screen: q goes back to the browser, it does not quit the app.
+        Binding("q", "back", "Back", show=False),
+    ]
     DEFAULT_CSS = """
     CompareScreen #compare { width: 1fr; height: 1fr; }
     CompareScreen #shared { height: 1; color: $text-muted; }
@@ -110,3 +114,7 @@ class CompareScreen(Screen[None]):
         left, right = rows[index]
         self.query_one("#left-turn", Static).update(_turn_text("left", left))
         self.query_one("#right-turn", Static).update(_turn_text("right", right))
+
+    def action_back(self) -> None:
+        """Back to the browser."""
+        self.dismiss(None)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet
+from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Static
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +23,27 @@ class ExportRequest:
     path: str
 
 
+class FormatButton(RadioButton):
+    """A radio button that tells chosen from not without colour: `●` / `○`."""
+
+    def render(self) -> Content:
+        # Read by the base class's render; set per frame, as the value may have changed.
+        self.BUTTON_INNER = "●" if self.value else "○"
+        return super().render()
+
+
+def target_folder(path: str) -> Path:
+    """The folder a typed export path writes into (`~` expanded, relative to the
+    current folder, as the app resolves it when it writes)."""
+    return (Path.cwd() / Path(path.strip() or ".").expanduser()).parent.resolve()
+
+
 class ExportScreen(ModalScreen[ExportRequest | None]):
-    """Ask for md or html and a file path (default: `<id>.<fmt>` in the current folder)."""
+    """Ask for md or html and a file path (default: `<id>.<fmt>` in the current folder).
+
+    The path field has the focus, so Enter exports at once; the line under it says
+    which folder the file goes into.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
@@ -39,10 +60,23 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
         with Vertical():
             yield Label(Text("Export the open session"))
             with RadioSet(id="format"):
-                yield RadioButton("Markdown (.md)", value=True, id="md")
-                yield RadioButton("HTML (.html)", id="html")
-            yield Input(value=self._default("md"), id="path")
+                yield FormatButton("Markdown (.md)", value=True, id="md")
+                yield FormatButton("HTML (.html)", id="html")
+            yield Input(value=self._default("md"), id="path", select_on_focus=False)
+            yield Static(self._folder_line(self._default("md")), id="export-folder")
             yield Button("Export", id="go", variant="primary")
+        yield Footer()  # the dialog's own keys, over the main screen's
+
+    def on_mount(self) -> None:
+        self.query_one("#path", Input).focus()
+
+    @staticmethod
+    def _folder_line(path: str) -> Text:
+        # A path, not markup: a folder may be called `[bold]`.
+        return Text.assemble(("into ", "dim"), str(target_folder(path)), overflow="fold")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#export-folder", Static).update(self._folder_line(event.value))
 
     def _default(self, fmt: str) -> str:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.session_id)

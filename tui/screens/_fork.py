@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from .._text import line
 
@@ -45,8 +45,8 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
 
     With `submit`, the dialog stays open while the fork is written: the app closes it
     when the child exists (`dismiss`), or shows why not under the id field
-    (`show_error`, e.g. an id that is taken) so the user can change the id. Without it,
-    Enter dismisses with the request.
+    (`show_error`, e.g. an id that is taken) so the user can change the id, the cursor
+    at its end. Without it, Enter dismisses with the request.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -73,13 +73,15 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             yield Label(Text("Fork session", style="bold"), id="fork-title")
             yield Static(facts, id="fork-facts")
             yield Label("child id (blank = generated)")
-            yield Input(placeholder="generated UUID", id="child-id")
+            # Focused again after a refusal (even from the Fork button): no select-all.
+            yield Input(placeholder="generated UUID", id="child-id", select_on_focus=False)
             error = Static("", id="fork-error")
             error.display = False
             yield error
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
+        yield Footer()  # the dialog's own keys, over the main screen's
 
     def on_mount(self) -> None:
         self.query_one("#child-id", Input).focus()
@@ -99,7 +101,9 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
         error.display = True
         field = self.query_one("#child-id", Input)
         field.focus()
-        field.action_select_all()
+        # The cursor at the end and nothing selected: the user fixes the id (a
+        # Backspace takes one character, not the whole id).
+        field.action_end()
 
     @on(Input.Submitted, "#child-id")
     def _on_child_id_submitted(self) -> None:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓  j k", "move in the focused pane"),
@@ -47,6 +47,7 @@ MARKERS: tuple[tuple[str, str], ...] = (
     ("↳", "a user fork child (seeded from its parent)"),
     ("⚙", "a subagent child (spawned by a tool call)"),
     ("⚠n", "the log has n problems (listed in the detail pane)"),
+    ("◆", "the session marked with m (d compares the highlighted one with it)"),
     ("dim rows", "turns a fork child inherited from its parent (its seed)"),
 )
 
@@ -70,13 +71,20 @@ class HelpScreen(ModalScreen[None]):
     """Keys and markers; any of Escape, q or ? closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "close", "Close"),
+        Binding("escape", "close", "Close"),
+        Binding("q,question_mark", "close", "Close", show=False),
     ]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-dialog"):
             yield Static(Text("turnline: sessions, turns, forks", style="bold"), id="help-title")
             yield Static(help_table())
+        yield Footer()  # the dialog's own keys, over the main screen's
+
+    def on_mount(self) -> None:
+        # The scrolling body has the focus, so ↑ ↓ PageUp PageDown Home End scroll it
+        # at once (the Markers are below the fold at 80×24).
+        self.query_one("#help-dialog", VerticalScroll).focus()
 
     def action_close(self) -> None:
         """Close the help."""

@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 from turnline.core.catalog import Catalog, CatalogError
@@ -101,6 +101,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
             yield Input(placeholder='search: words, "a phrase", prefix*', id="search-input")
             yield Static(Text(HINT), id="search-status")
             yield OptionList(id="search-results")
+        yield Footer()  # the dialog's own keys, over the main screen's
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "Search"

@@ -34,6 +34,10 @@ class UsageScreen(Screen[Path | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
+        # A pushed screen: q goes back to the browser, it does not quit the app.
+        Binding("q", "back", "Back", show=False),
+        # Priority: over the table's own (hidden) Enter, so the footer shows it.
+        Binding("enter", "open", "Open", priority=True),
     ]
 
     DEFAULT_CSS = """
@@ -223,6 +227,15 @@ class UsageScreen(Screen[Path | None]):
     @on(DataTable.RowSelected, "#usage-sessions")
     def _open(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
+        if key is not None:
+            self.dismiss(Path(key))
+
+    def action_open(self) -> None:
+        """Open the highlighted session (back in the browser)."""
+        table = self.query_one("#usage-sessions", DataTable)
+        if not table.row_count:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         if key is not None:
             self.dismiss(Path(key))
 

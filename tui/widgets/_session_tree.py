@@ -101,6 +101,7 @@ def session_label(
     filtered: bool = False,
     short: str | None = None,
     total: str | None = None,
+    marked: bool = False,
 ) -> Text:
     """The label of a session node: markers first (so a narrow pane never hides them),
     then the title, short id, turn count and (when shown) the subtree total.
@@ -112,9 +113,12 @@ def session_label(
             `MIN_TITLE_WIDTH` columns, the short id) stay in view.
         short: The short id to show (default: the id's first 8 characters).
         total: The subtree's total (tokens or cost), shown after the turn count.
+        marked: The session is the one `m` marked for `d` (compare): `◆` first.
     """
     shown_id = short if short is not None else short_id(summary.id)
     markers = Text(no_wrap=True, end="")
+    if marked:
+        markers.append("◆ ", style="bold yellow")
     if summary.open_turn:
         markers.append("● ", style="bold green")
     if problems:
@@ -219,6 +223,8 @@ class SessionTree(Tree[TreeEntry]):
         self._project_nodes: dict[str, tuple[TreeNode[TreeEntry], int]] = {}
         #: Subtree totals are shown (`t`); their folds belong to the totals worker.
         self._totals_on = False
+        #: The session `m` marked for compare (`◆` in its label).
+        self._marked: Path | None = None
         self._totals: dict[Path, UsageTotals] = {}
         self._prices: PriceTable | None = None
         self._usage_folds: dict[Path, UsageFold] = {}
@@ -308,6 +314,17 @@ class SessionTree(Tree[TreeEntry]):
             summary = snapshot.summaries.get(path)
             if node is not None and summary is not None:
                 node.set_label(self._label(summary, _depth(node) - 1, toggle=node.allow_expand))
+
+    @property
+    def marked(self) -> Path | None:
+        """The session marked for compare (`m`), if any."""
+        return self._marked
+
+    def set_marked(self, path: Path | None) -> None:
+        """Mark a session for compare (`◆` before its label); the old mark goes."""
+        old, self._marked = self._marked, path
+        if self._snapshot is not None:
+            self.relabel(self._snapshot, [p for p in (old, path) if p is not None])
 
     @property
     def shown_paths(self) -> list[Path]:
@@ -602,6 +619,7 @@ class SessionTree(Tree[TreeEntry]):
             filtered=bool(self._filter),
             short=self._shorts.get(summary.path),
             total=self._total_text(summary.path),
+            marked=summary.path == self._marked,
         )
 
     def _project_label(self, cwd: str, count: int) -> Text:
