@@ -644,6 +644,7 @@ def cmd_resume_cmd(args: argparse.Namespace) -> int:
 
 def cmd_usage(args: argparse.Namespace) -> int:
     """`turnline usage [ROOT] [SESSION] [--by ...] [--prices FILE] [--json]`."""
+    from turnline.core.ids import log_labels
     from turnline.core.prices import load_prices
     from turnline.core.usage import UsageTotals, compact_tokens, root_usage
     from turnline.core.xdg import ConfigError
@@ -666,7 +667,9 @@ def cmd_usage(args: argparse.Namespace) -> int:
         return 0
     rows: list[tuple[str, UsageTotals]] = []
     if args.by == "session":
-        rows = [(s.id, s.own) for s in usage.sessions]
+        # An id several logs claim gets the tree's short id with its folder part.
+        labels = log_labels((s.id, s.path) for s in root.summaries())
+        rows = [(labels.get(Path(s.path), s.id), s.own) for s in usage.sessions]
     else:
         groups: dict[str, UsageTotals] = {}
         cwd_of = {str(summary.path): summary.cwd for summary in root.summaries()}
@@ -732,6 +735,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 progress=progress,
             )
+            # The tree's short ids (`{{sessio@acp/cancel` for an id several logs claim).
+            shorts = {} if args.json else _catalog_short_ids(catalog)
         finally:
             catalog.close()
     except UnknownSessionError as exc:  # as `show` says it (`SessionRoot.resolve`)
@@ -745,7 +750,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         _print_bytes(result.to_json())  # the very bytes `cli.fast` prints
         return 0
-    lines = [_search_line(hit) for hit in result.hits]
+    lines = [_search_line(hit, shorts.get(hit.path)) for hit in result.hits]
     if result.total > len(result.hits):
         lines.append(f"… {result.total - len(result.hits)} more (--limit)")
     _print_lines(lines or ["no hits"])
@@ -795,15 +800,22 @@ def _shell_quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _search_line(hit: Any) -> str:
-    """One hit: title, short id, turn, field and the marked snippet (all sanitized)."""
+def _catalog_short_ids(catalog: Any) -> dict[str, str]:
+    """Log path -> the tree's short id (`core.ids.short_ids`), over every catalogued log."""
+    from turnline.core.ids import short_ids
+
+    pairs = [(sid, Path(path)) for sid, path in catalog.query("SELECT session, path FROM logs")]
+    return {str(path): short for path, short in short_ids(pairs).items()}
+
+
+def _search_line(hit: Any, short: str | None = None) -> str:
+    """One hit: title, short id (`short`, the tree's, else the id's first 8
+    characters), turn, field and the marked snippet (all sanitized)."""
     title = one_line(hit.title or hit.session, 40)
     credit = f" (from {one_line(hit.inherited_from)[:8]})" if hit.inherited_from else ""
     heirs = f" +{hit.inherited_by} forks" if hit.inherited_by else ""
-    return (
-        f"{title}  {one_line(hit.session)[:8]}  turn {hit.turn}  {hit.field}{credit}{heirs}\n"
-        f"    {hit.marked()}"
-    )
+    shown = one_line(short) if short is not None else one_line(hit.session)[:8]
+    return f"{title}  {shown}  turn {hit.turn}  {hit.field}{credit}{heirs}\n    {hit.marked()}"
 
 
 def _search_progress() -> Callable[[int, int], None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -21,6 +22,7 @@ from .clipped import Clipped, join_texts, text_length
 from .formats import USAGE_TYPES, assistant_message, tool_result_parts, usage_of
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
+from .textsafe import one_line
 
 #: Token buckets of a usage sample, as dsh names them (`TokenUsage`). The first four
 #: are disjoint (billed input = input + cacheRead + cacheWrite); reasoning is part of
@@ -539,6 +541,8 @@ FIELD_LIMIT: Final = 64 * 1024
 #: The raw view shows at most this many events and characters of one turn.
 RAW_EVENTS: Final = 400
 RAW_CHARS: Final = 200_000
+#: The one-line event view: at most this many characters of an event's data.
+EXCERPT_CHARS: Final = 160
 
 
 @dataclass(frozen=True, slots=True)
@@ -610,4 +614,55 @@ def raw_events_text(
         chunk = pretty_json(_capped(event.to_json_dict(), field_limit))
         size += len(chunk)
         out.append(chunk)
+    return "\n".join(out)
+
+
+def event_time(time: float, tz: tzinfo | None = UTC) -> str:
+    """An event's time (epoch ms) as `HH:MM:SS.mmm` in `tz` (`—` for a time of 0)."""
+    if not time:
+        return "—"
+    try:
+        moment = datetime.fromtimestamp(time / 1000, tz)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def event_line(
+    event: SessionEvent, *, tz: tzinfo | None = UTC, excerpt: int = EXCERPT_CHARS
+) -> str:
+    """One event as one safe line: seq, time, type, then a compact excerpt of its data
+    (compact JSON on one line, each string cut first so a 200 MB field costs nothing)."""
+    data = event.data
+    if data is None or data == {}:
+        shown = ""
+    else:
+        try:
+            shown = orjson.dumps(_capped(data, excerpt)).decode()
+        except TypeError:
+            shown = str(data)[: excerpt * 2]
+    head = f"{event.seq:>6}  {event_time(event.time, tz)}  {one_line(event.type, 40)}"
+    return f"{head}  {one_line(shown, excerpt)}" if shown else head
+
+
+def event_lines_text(
+    events: Sequence[SessionEvent],
+    *,
+    tz: tzinfo | None = UTC,
+    max_events: int = RAW_EVENTS,
+    max_chars: int = RAW_CHARS,
+    excerpt: int = EXCERPT_CHARS,
+) -> str:
+    """The events one line each (`event_line`), for the compact raw view; bounded as
+    `raw_events_text` is: at most `max_events` lines, stopping once past `max_chars`."""
+    out: list[str] = []
+    size = 0
+    for count, event in enumerate(events):
+        if count >= max_events or size > max_chars:
+            rest = len(events) - count
+            out.append(f"… {rest} more event{'s' if rest != 1 else ''} not shown")
+            break
+        text = event_line(event, tz=tz, excerpt=excerpt)
+        size += len(text) + 1
+        out.append(text)
     return "\n".join(out)

@@ -122,3 +122,20 @@ def short_ids(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> 
             part = parts[path]
             out[path] = f"{prefixes[sid]}{WHERE}{part}" if part else prefixes[sid]
     return out
+
+
+def log_labels(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> dict[Path, str]:
+    """A label per log for tables that show whole ids (`turnline usage`): the id itself
+    when one log claims it, else the tree's short id for it (`short_ids`: the prefix,
+    `@` and the folder part that tells the logs apart, `{{sessio@acp/cancel`).
+
+    Args:
+        sessions: (session id, log path) for every log under the root.
+        minimum: The fewest characters of the id a short id keeps.
+    """
+    items = list(sessions)
+    claims: dict[str, int] = {}
+    for sid, _ in items:
+        claims[sid] = claims.get(sid, 0) + 1
+    shorts = short_ids(items, minimum)
+    return {path: sid if claims[sid] == 1 else shorts[path] for sid, path in items}

@@ -229,6 +229,25 @@ class SummaryState(NamedTuple):
     last_activity: int | None
 
 
+def counted_problems(
+    summary: SessionSummary, problems: Iterable[LogProblem]
+) -> tuple[LogProblem, ...]:
+    """The problems a session's marker counts (the tree's `⚠n`).
+
+    A torn tail (the last line has no newline yet) on a log whose last turn is open is
+    an agent's write in progress, not a problem: it is left out, so the marker of a live
+    session does not flicker while the agent writes. On a log whose last turn is closed
+    a torn tail still counts. The problem list (the detail pane) keeps every problem.
+
+    Args:
+        summary: The session.
+        problems: Its problems (its own and the cross-session ones).
+    """
+    if not summary.open_turn:
+        return tuple(problems)
+    return tuple(p for p in problems if p.kind is not ProblemKind.TORN_TAIL)
+
+
 def state_json(
     path: str, state: tuple[Any, ...], extra_problems: Iterable[LogProblem] = ()
 ) -> dict[str, Any]:

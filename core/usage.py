@@ -213,6 +213,23 @@ class UsageTotals:
             out[day] = out.get(day, 0) + row[0] + row[1] + row[2] + row[3]
         return out
 
+    def cost_by_hour(self, prices: PriceTable | None, day: int) -> list[float]:
+        """The priced cost of each UTC hour (0–23) of `day` (unpriced samples left out)."""
+        out = [0.0] * 24
+        for (m, d, minute), row in self.tokens.items():
+            price = prices.price(m, minute) if prices is not None and d == day else None
+            if price is not None:
+                out[min(minute // 60, 23)] += price.cost(row)
+        return out
+
+    def tokens_by_hour(self, day: int) -> list[int]:
+        """Billed tokens in each UTC hour (0–23) of `day`."""
+        out = [0] * 24
+        for (_m, d, minute), row in self.tokens.items():
+            if d == day:
+                out[min(minute // 60, 23)] += row[0] + row[1] + row[2] + row[3]
+        return out
+
     def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
         """The issue's usage object U."""
         models = self.by_model()

@@ -48,6 +48,9 @@ class TurnView:
         tokens: The turn's billed tokens (dsh's usage fold, a later sample for the
             same step replacing the earlier one), inherited turns included; None if
             the turn has no usage sample or the view has no fold (a big indexed log).
+        pending: The fork rule has not judged the turn yet (a big log's head preview,
+            shown while the rest is indexed): `refusal` says to wait, and the turn is
+            neither a fork point nor past a seq gap.
     """
 
     turn: Turn
@@ -55,6 +58,7 @@ class TurnView:
     inherited: bool
     refusal: str | None
     tokens: int | None = None
+    pending: bool = False
 
     @property
     def forkable(self) -> bool:
@@ -73,8 +77,9 @@ class TurnView:
 
     @property
     def past_gap(self) -> bool:
-        """A closed turn the fork rule refuses (its `turn/end` lies past a seq break)."""
-        return self.turn.end_seq is not None and self.refusal is not None
+        """A closed turn the fork rule refuses (its `turn/end` lies past a seq break);
+        never a `pending` one, which the rule has not judged yet."""
+        return self.turn.end_seq is not None and self.refusal is not None and not self.pending
 
 
 def _may_be_sample(etype: str, data: object) -> bool:

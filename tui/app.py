@@ -100,9 +100,11 @@ PREVIEW_REFUSAL = "the log is still being indexed: fork once it is loaded"
 
 
 def preview_verdict(index: int, turn: Turn) -> TurnView:
-    """A big log's head turn before the core has judged it: no fork is offered yet."""
-    refusal = OPEN_TURN.format(number=turn.number) if turn.end_seq is None else PREVIEW_REFUSAL
-    return TurnView(turn, index, False, refusal)
+    """A big log's head turn before the core has judged it: no fork is offered yet, and
+    a closed turn is `pending` (not past a seq gap: the verdict waits for the index)."""
+    if turn.end_seq is None:
+        return TurnView(turn, index, False, OPEN_TURN.format(number=turn.number))
+    return TurnView(turn, index, False, PREVIEW_REFUSAL, pending=True)
 
 
 def preview_turns(preview: HeadPreview) -> tuple[TurnView, ...]:
@@ -168,6 +170,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         # When `parent` is disabled the key falls through to this one, which says why.
         Binding("p", "explain_parent", "Parent", show=False),
         Binding("v", "toggle_raw", "Raw"),
+        Binding("V", "toggle_lines", "Event lines", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
         Binding("s", "search", "Search", show=False),
@@ -216,6 +219,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         self._stop = threading.Event()
         self._wanted: Path | None = None
         self._pending_seq: int | None = None
+        #: The session the detail pane's find belongs to: moving to another closes it.
+        self._find_path: Path | None = None
         self._watching = False
         self._early: list[tuple[SessionEvent, ...]] = []
         #: Set to stop the load under way (the user chose another session, or quit).
@@ -493,7 +498,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             blocks = turn_blocks(events)
         if get_current_worker().is_cancelled:
             return
-        content = turn_content(view, index, verdict, blocks, events, root=self.root)
+        content = turn_content(view, index, verdict, blocks, events, root=self.root, tz=self.tz)
         if not get_current_worker().is_cancelled:
             self.post_message(TurnDetail.ContentRead(view.path, index, content))
 
@@ -694,6 +699,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         if target is None or target not in message.snapshot.summaries:
             return None
         self._start_load(target, force=True, quiet=True)
+        if self._find_path == current:
+            self._find_path = target  # the same session: its find stays
         if view is not None and message.moved.get(view.path) == target:
             self._moved = (view.path, target)
         return target
@@ -712,7 +719,18 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     @while_shown
     def _on_session_highlighted(self, message: SessionTree.SessionHighlighted) -> None:
         if message.path is not None:
+            self._leave_find(message.path)
             self._start_load(message.path)
+
+    def _leave_find(self, path: Path) -> None:
+        """A find (Ctrl+F, or a search hit's) belongs to its session: moving to another
+        session clears it and closes its bar."""
+        if path == self._find_path:
+            return
+        self._find_path = path
+        detail = self.detail
+        if detail.check_action("clear_find", ()):
+            detail.action_clear_find()
 
     @on(SessionTree.NodeSelected)
     @while_shown
@@ -969,6 +987,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         "parent",
         "explain_parent",
         "toggle_raw",
+        "toggle_lines",
         "clear_filter",
     )
 
@@ -1024,7 +1043,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             return True if self._parent_target() is not None else None
         if action == "explain_parent":
             return self._parent_target() is None
-        if action == "toggle_raw":
+        if action in ("toggle_raw", "toggle_lines"):
             return True if self.timeline.current_turn is not None else None
         if action == "clear_filter":
             return bool(self.filter_box.display)
@@ -1143,6 +1162,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         """Select a session in the tree (clearing a filter that hides it) and open it
         (at the turn holding `seq`, if given), highlighting the search QUERY `find` in
         the detail pane (which then has the focus, for n / N)."""
+        self._leave_find(path)
         if find is not None:
             self.detail.find(find, search=True)
             self.call_after_refresh(self.detail.focus)  # after a dialog hands focus back
@@ -1167,6 +1187,10 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     def action_toggle_raw(self) -> None:
         """Toggle the raw JSON events of the highlighted turn."""
         self.detail.toggle_raw()
+
+    def action_toggle_lines(self) -> None:
+        """Toggle the highlighted turn's events one line each (seq, time, type, data)."""
+        self.detail.toggle_lines()
 
     def action_reload(self) -> None:
         """Rescan the root from disk (and say what the rescan found)."""

@@ -20,6 +20,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Jump to parent", "parent", "open the parent session at the fork boundary"),
     ("Filter sessions", "filter", "by title, id, cwd or path"),
     ("Toggle raw events", "toggle_raw", "the highlighted turn's events as JSON"),
+    ("Toggle event lines", "toggle_lines", "the highlighted turn's events, one line each"),
     ("Reload root", "reload", "rescan the root from disk"),
     ("Help: keys and markers", "help", "what the screen shows"),
 )

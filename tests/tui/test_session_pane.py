@@ -229,7 +229,7 @@ async def test_subtree_totals_equal_root_usage_and_follow_appends(
         for path, tokens in expected.items():
             total = tree.subtree_total(path)
             assert total is not None and total.total_tokens == tokens, path
-            assert label_of(tree, path).endswith(f"Σ{compact_tokens(tokens)}"), path
+            assert label_of(tree, path).endswith(f"Σ{compact_tokens(tokens)} tok"), path
         # a parent's total includes its children's own spend
         snapshot = app.snapshot
         assert snapshot is not None
@@ -252,7 +252,7 @@ async def test_subtree_totals_equal_root_usage_and_follow_appends(
             return total is not None and total.total_tokens == expected[path] + 5_001
 
         await wait_for(pilot, grew)
-        assert label_of(tree, path).endswith(f"Σ{compact_tokens(expected[path] + 5_001)}")
+        assert label_of(tree, path).endswith(f"Σ{compact_tokens(expected[path] + 5_001)} tok")
         timeline = app.query_one(TurnTimeline)
         await wait_for(pilot, lambda: len(timeline.turn_views) == turns_before + 1)
         assert timeline.turn_views[-1].tokens == 5_001
@@ -298,15 +298,18 @@ async def test_subtree_totals_show_cost_when_priced(
         await pilot.pause()
         for path, totals in subtree.items():
             cost = costs[path]
-            shown = compact_cost(cost) if cost is not None else compact_tokens(totals.total_tokens)
+            shown = (
+                f"{cost:.2f}" if cost is not None else f"{compact_tokens(totals.total_tokens)} tok"
+            )
             assert label_of(tree, path).endswith(f"Σ{shown}"), (path, label_of(tree, path))
 
 
 def test_compact_cost() -> None:
-    assert compact_cost(0.00213) == "0.0021"
+    """Issue 23: a subtree's cost always has two decimals (the price table's unit)."""
+    assert compact_cost(0.00213) == "0.00"
     assert compact_cost(0) == "0.00"
     assert compact_cost(1.372) == "1.37"
-    assert compact_cost(21054.2) == "21054"
+    assert compact_cost(21054.2) == "21054.20"
 
 
 async def test_a_big_logs_tokens_column_fills_in_after_its_load(

@@ -1,4 +1,9 @@
-"""The compare screen: two sessions side by side from the seq where they split."""
+"""The compare screen: two sessions side by side from the seq where they split.
+
+The two columns share the screen's width (each cell cut to its column, so the right
+one is never pushed off the screen), each outcome is one line, and the highlighted
+row's two turns sit side by side under the table.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +12,29 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from turnline.core.compare import Comparison, Side
 from turnline.core.textsafe import one_line, safe_text
 from turnline.core.timeline import Turn
 
+#: The narrowest a side's column gets (below it the table scrolls sideways).
+MIN_SIDE = 16
 
-def _cell(turn: Turn | None) -> Text:
+
+def _cell(turn: Turn | None, width: int = 80) -> Text:
+    """One side of a row, cut to `width` cells."""
     if turn is None:
         return Text("—", style="dim")
-    return Text.assemble(
-        (f"{turn.number:>3} ", "bold"), (f"[{turn.reason}] ", "cyan"), one_line(turn.user, 50)
+    text = Text.assemble(
+        (f"{turn.number:>3} ", "bold"),
+        (f"[{one_line(turn.reason, 20)}] ", "cyan"),
+        one_line(turn.user, max(width, 1)),
+        no_wrap=True,
     )
+    text.truncate(width, overflow="ellipsis")
+    return text
 
 
 def outcome(label: str, side: Side) -> Text:
@@ -59,14 +73,18 @@ class CompareScreen(Screen[None]):
     DEFAULT_CSS = """
     CompareScreen #compare { width: 1fr; height: 1fr; }
     CompareScreen #shared { height: 1; color: $text-muted; }
+    CompareScreen #shared, CompareScreen #outcomes { text-wrap: nowrap; text-overflow: ellipsis; }
     CompareScreen #outcomes { height: auto; border-bottom: solid $primary; }
-    CompareScreen #rows { height: 1fr; }
-    CompareScreen .turn { height: auto; max-height: 8; border-top: solid $secondary; }
+    CompareScreen #rows { height: 1fr; min-height: 3; }
+    CompareScreen #turns { height: 45%; max-height: 10; border-top: solid $secondary; }
+    CompareScreen .turn { width: 1fr; height: 1fr; padding: 0 1 0 0; }
     """
 
     def __init__(self, comparison: Comparison) -> None:
         super().__init__()
         self.comparison = comparison
+        #: The width each side's column was last drawn for.
+        self._side = 0
 
     def compose(self) -> ComposeResult:
         # The app's stylesheet lays screens out horizontally: one vertical column here.
@@ -88,21 +106,42 @@ class CompareScreen(Screen[None]):
         )
         with Vertical():
             yield DataTable(id="rows", cursor_type="row", zebra_stripes=True)
-            yield Static(id="left-turn", classes="turn")
-            yield Static(id="right-turn", classes="turn")
+            with Horizontal(id="turns"):
+                yield Static(id="left-turn", classes="turn")
+                yield Static(id="right-turn", classes="turn")
 
     def on_mount(self) -> None:
         c = self.comparison
         table = self.query_one("#rows", DataTable)
-        table.add_column(Text("#"), key="k")
-        table.add_column(Text(one_line(c.left.summary.id, 30)), key="left")
-        table.add_column(Text(one_line(c.right.summary.id, 30)), key="right")
-        for k, (left, right) in enumerate(c.rows, 1):
-            table.add_row(Text(str(k)), _cell(left), _cell(right))
+        self._fill(table)
         if not c.rows:
             self.query_one("#left-turn", Static).update(Text("no turns after the split"))
         table.focus()
         self._show(0)
+
+    def on_resize(self) -> None:
+        table = self.query_one("#rows", DataTable)
+        if self._side_width() != self._side:
+            row = table.cursor_row
+            self._fill(table)
+            if 0 <= row < table.row_count:
+                table.move_cursor(row=row)
+
+    def _side_width(self) -> int:
+        """Each side's share of the width: the row number column, the cells' padding
+        and the scrollbar taken off."""
+        digits = len(str(len(self.comparison.rows)))
+        return max((self.size.width - digits - 2 - 4 - 2) // 2, MIN_SIDE)
+
+    def _fill(self, table: DataTable[Text]) -> None:
+        c = self.comparison
+        side = self._side = self._side_width()
+        table.clear(columns=True)
+        table.add_column(Text("#"), key="k")
+        table.add_column(Text(one_line(c.left.summary.id, side)), key="left", width=side)
+        table.add_column(Text(one_line(c.right.summary.id, side)), key="right", width=side)
+        for k, (left, right) in enumerate(c.rows, 1):
+            table.add_row(Text(str(k)), _cell(left, side), _cell(right, side))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show(event.cursor_row)

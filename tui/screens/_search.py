@@ -12,13 +12,14 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Checkbox, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 from turnline.core.catalog import Catalog, CatalogError
+from turnline.core.query import DEFAULT_FIELDS, FIELDS
 from turnline.core.search import Hit, QueryError, parse_query, search
 from turnline.core.textsafe import one_line
 
@@ -26,6 +27,20 @@ from turnline.core.textsafe import one_line
 DEBOUNCE = 0.25
 LIMIT = 200
 HINT = "type to search user and assistant text"
+#: The key that toggles each field's checkbox (F-keys: the query box takes letters).
+FIELD_KEYS: dict[str, str] = {"user": "f2", "assistant": "f3", "reasoning": "f4", "tool": "f5"}
+INHERITED_KEY = "f6"
+
+
+def hint(fields: tuple[str, ...]) -> str:
+    """What the status line says before a query: which fields are searched."""
+    if not fields:
+        return "choose a field to search (F2–F5)"
+    words = list(fields)
+    shown = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return f"type to search {shown} text"
+
+
 #: Held while a search brings the catalog up to date (see `SearchScreen._run`).
 _REFRESHING = threading.Lock()
 
@@ -79,6 +94,12 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_none", "Close"),
         Binding("down", "focus_results", "Results", show=False),
+        # Priority: they act while the query box has the focus.
+        *(
+            Binding(key, f"toggle_field('{name}')", name, priority=True)
+            for name, key in FIELD_KEYS.items()
+        ),
+        Binding(INHERITED_KEY, "toggle_inherited", "inherited", priority=True),
     ]
     DEFAULT_CSS = """
     SearchScreen { align: center middle; }
@@ -86,6 +107,10 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
         width: 90%; height: 85%; border: round $accent; background: $surface;
     }
     SearchScreen #search-status { height: 1; color: $text-muted; padding: 0 1; }
+    SearchScreen #search-options { height: auto; padding: 0 1; }
+    SearchScreen #search-fields { height: 1; width: auto; }
+    SearchScreen Checkbox { border: none; height: 1; padding: 0 1 0 0; }
+    SearchScreen Checkbox:focus { text-style: bold reverse; }
     SearchScreen OptionList { height: 1fr; }
     """
 
@@ -99,9 +124,54 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Input(placeholder='search: words, "a phrase", prefix*', id="search-input")
+            yield from self._options()
             yield Static(Text(HINT), id="search-status")
             yield OptionList(id="search-results")
         yield Footer()  # the dialog's own keys, over the main screen's
+
+    def _options(self) -> ComposeResult:
+        """The field checkboxes (F2–F5) and the inherited-copies toggle (F6)."""
+        with Vertical(id="search-options"):
+            with Horizontal(id="search-fields"):
+                for name in FIELDS:
+                    yield Checkbox(
+                        f"{FIELD_KEYS[name].upper()} {name}",
+                        name in DEFAULT_FIELDS,
+                        id=f"field-{name}",
+                        compact=True,
+                    )
+            yield Checkbox(
+                f"{INHERITED_KEY.upper()} include inherited copies",
+                False,
+                id="search-inherited",
+                compact=True,
+            )
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields checked, in the core's order."""
+        return tuple(name for name in FIELDS if self.query_one(f"#field-{name}", Checkbox).value)
+
+    @property
+    def include_inherited(self) -> bool:
+        """List each fork's inherited copy of a hit too."""
+        return self.query_one("#search-inherited", Checkbox).value
+
+    def action_toggle_field(self, name: str) -> None:
+        """Search `name` (user, assistant, reasoning, tool) or stop searching it."""
+        self.query_one(f"#field-{name}", Checkbox).toggle()
+
+    def action_toggle_inherited(self) -> None:
+        """List inherited copies of each hit, or not."""
+        self.query_one("#search-inherited", Checkbox).toggle()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        query = self.query_one("#search-input", Input).value
+        if query.strip():
+            self._run(query)
+        else:
+            self._status(hint(self.fields))
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "Search"
@@ -129,7 +199,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
 
     def _ready(self) -> None:
         if not self.query_one(Input).value.strip():
-            self._status(HINT)
+            self._status(hint(self.fields))
 
     def _progress_for(self, worker: Worker[None]) -> Callable[[int, int], None]:
         def progress(done: int, total: int) -> None:
@@ -169,9 +239,17 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
     def _status(self, text: str) -> None:
         self.query_one("#search-status", Static).update(Text(text))
 
-    def _show(self, query: str, hits: list[Hit], total: int) -> None:
+    def _show(
+        self,
+        query: str,
+        hits: list[Hit],
+        total: int,
+        options: tuple[tuple[str, ...], bool] | None = None,
+    ) -> None:
         if self.query_one(Input).value != query:
             return  # typed on meanwhile
+        if options is not None and options != (self.fields, self.include_inherited):
+            return  # a checkbox changed meanwhile
         self.hits = hits
         results = self.query_one(OptionList)
         results.clear_options()
@@ -179,8 +257,18 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
         more = f" (showing {len(hits)})" if total > len(hits) else ""
         self._status(f"{total} hit{'s' if total != 1 else ''}{more}")
 
-    @work(thread=True, exclusive=True, group="search")
     def _run(self, query: str) -> None:
+        """Search `query` in the checked fields (a worker does the reading)."""
+        fields = self.fields
+        if query.strip() and not fields:
+            self.hits = []
+            self.query_one(OptionList).clear_options()
+            self._status(hint(fields))
+            return
+        self._search(query, fields, self.include_inherited)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _search(self, query: str, fields: tuple[str, ...], include_inherited: bool) -> None:
         if not query.strip():
             self.app.call_from_thread(self._show, query, [], 0)
             return
@@ -200,11 +288,20 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
                 if worker.is_cancelled:
                     return
                 catalog.refresh(progress)
-            result = search(catalog, query, limit=LIMIT, refresh=False)
+            result = search(
+                catalog,
+                query,
+                fields=fields,
+                include_inherited=include_inherited,
+                limit=LIMIT,
+                refresh=False,
+            )
         except QueryError as exc:
             self.app.call_from_thread(self._status, str(exc))
             return
         finally:
             catalog.close()
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, query, result.hits, result.total)
+            self.app.call_from_thread(
+                self._show, query, result.hits, result.total, (fields, include_inherited)
+            )

@@ -1,8 +1,10 @@
 """The usage screen: what the selected session's subtree spent, session by session.
 
-A table per session sorted by own spend (Enter opens that session), a per-model
-breakdown, a per-day chart of own spend (Textual's `Sparkline`) and the unmetered
-LLM calls as a warning line. It updates live: the app hands it each `RootChanged`,
+A table per session sorted by own spend (Enter opens that session; the session and
+its own tokens stay while the other columns scroll sideways), a per-model breakdown,
+a per-day chart of own spend (Textual's `Sparkline`; per UTC hour when everything
+fell on one day; hidden when the screen is too small for it) and the unmetered LLM
+calls as a warning line. It updates live: the app hands it each `RootChanged`,
 and only the appended events are fed to the folds.
 """
 
@@ -19,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Sparkline, Static
+from turnline.core.ids import short_ids
 from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
 from turnline.core.usage import RootUsage, UsageFold, UsageTotals, combine, fold_log
@@ -42,13 +45,20 @@ class UsageScreen(Screen[Path | None]):
 
     DEFAULT_CSS = """
     UsageScreen #usage-title { padding: 0 1; text-style: bold; }
+    UsageScreen #usage-title, UsageScreen #usage-warning, UsageScreen #usage-days-label {
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     UsageScreen #usage-warning { padding: 0 1; color: $warning; }
-    UsageScreen #usage-sessions { height: 1fr; }
-    UsageScreen #usage-bottom { height: 12; }
+    UsageScreen #usage-sessions { height: 1fr; min-height: 4; }
+    UsageScreen #usage-bottom { height: 40%; min-height: 3; max-height: 12; }
     UsageScreen #usage-models { width: 2fr; }
     UsageScreen #usage-days-box { width: 1fr; padding: 0 1; }
-    UsageScreen Sparkline { height: 8; }
+    UsageScreen Sparkline { height: 1fr; }
+    UsageScreen.-cramped #usage-days-box { display: none; }
     """
+
+    #: Below this width or height the chart gives its room to the tables.
+    CHART_MIN: ClassVar[tuple[int, int]] = (70, 20)
 
     def __init__(self, snapshot: RootSnapshot, selected: Path, prices: PriceTable | None) -> None:
         super().__init__()
@@ -83,7 +93,10 @@ class UsageScreen(Screen[Path | None]):
         with Vertical():
             yield Static(id="usage-title")
             yield Static(id="usage-warning")
-            yield DataTable(id="usage-sessions", cursor_type="row", zebra_stripes=True)
+            # The session and its own tokens stay put while the rest scrolls sideways.
+            yield DataTable(
+                id="usage-sessions", cursor_type="row", zebra_stripes=True, fixed_columns=2
+            )
             with Horizontal(id="usage-bottom"):
                 yield DataTable(id="usage-models", cursor_type="none")
                 with Vertical(id="usage-days-box"):
@@ -109,6 +122,14 @@ class UsageScreen(Screen[Path | None]):
         models.add_columns("model", "input", "output", "cache r", "cache w", "calls", "cost")
         self.refresh_usage()
         sessions.focus()
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        width, height = self.CHART_MIN
+        self.set_class(self.size.width < width or self.size.height < height, "-cramped")
 
     # -- live ------------------------------------------------------------------------
 
@@ -159,7 +180,7 @@ class UsageScreen(Screen[Path | None]):
         subtree = next((s.subtree for s in usage.sessions if s.path == str(self.selected)), None)
         if subtree is not None:
             title.append(
-                f"  subtree {compact(subtree.total_tokens)} tokens,"
+                f" · subtree {compact(subtree.total_tokens)} tokens,"
                 f" cost {_cost(subtree.cost(prices))}"
                 f"  ({len(usage.sessions)} sessions)"
             )
@@ -183,10 +204,12 @@ class UsageScreen(Screen[Path | None]):
 
         table = self.query_one("#usage-sessions", DataTable)
         table.clear()
+        # The tree's short ids: logs that share an id are told apart the same way here.
+        shorts = short_ids((x.id, path) for path, x in snapshot.summaries.items())
         for s in sorted(usage.sessions, key=spend, reverse=True):
             b = s.own.buckets()
             summary = snapshot.summaries[Path(s.path)]
-            label = line(summary.title or s.id, limit=40)
+            label = line(f"{summary.title or s.id}  {shorts[Path(s.path)]}", limit=48)
             table.add_row(
                 label,
                 compact(s.own.total_tokens),
@@ -215,9 +238,26 @@ class UsageScreen(Screen[Path | None]):
         priced = prices is not None
         per_day = usage.totals.cost_by_day(prices) if priced else usage.totals.tokens_by_day()
         days = sorted(per_day)
-        series = [float(per_day.get(d, 0)) for d in range(days[0], days[-1] + 1)] if days else []
-        label = Text("own spend per day (" + ("cost" if priced else "tokens") + ")", end="")
-        if days:
+        what = "cost" if priced else "tokens"
+        series: list[float]
+        if len(days) == 1:
+            # One day: a single bar would fill the box; its hours say something.
+            (day,) = days
+            hours = (
+                usage.totals.cost_by_hour(prices, day)
+                if priced
+                else usage.totals.tokens_by_hour(day)
+            )
+            series = [float(value) for value in hours]
+            label = Text(f"own spend per hour ({what}, UTC)", end="")
+            date = datetime.date(1970, 1, 1) + datetime.timedelta(days=day)
+            label.append(f"\none day: {date.isoformat()}, 00–23 h", style="dim")
+        else:
+            series = (
+                [float(per_day.get(d, 0)) for d in range(days[0], days[-1] + 1)] if days else []
+            )
+            label = Text(f"own spend per day ({what})", end="")
+        if len(days) > 1:
             first = datetime.date(1970, 1, 1) + datetime.timedelta(days=days[0])
             last = datetime.date(1970, 1, 1) + datetime.timedelta(days=days[-1])
             label.append(f"\n{first.isoformat()} … {last.isoformat()}", style="dim")

@@ -17,7 +17,7 @@ from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 from turnline.core.ids import WHERE, short_ids
 from turnline.core.lineage import LineageNode
-from turnline.core.summary import SessionSummary
+from turnline.core.summary import SessionSummary, counted_problems
 from turnline.core.textsafe import middle_cut
 from turnline.core.usage import UsageFold, UsageTotals, combine, compact_tokens, fold_events
 
@@ -84,12 +84,16 @@ def activity_of(summary: SessionSummary) -> int:
 
 
 def compact_cost(value: float) -> str:
-    """A cost in a few characters that never hides a small one: 0.0021, 1.37, 2105."""
-    if value and abs(value) < 0.01:
-        return f"{value:.4f}"
-    if abs(value) < 1000:
-        return f"{value:.2f}"
-    return f"{value:.0f}"
+    """A subtree's cost with two decimals, always (`0.00`, `1.37`, `21054.20`): in the
+    price table's own unit, which names no currency (`prices.toml` prices are plain
+    numbers per million tokens)."""
+    return f"{value:.2f}"
+
+
+def subtree_total_text(tokens: int, cost: float | None) -> str:
+    """A subtree total as the tree shows it after `Σ`: the cost when known (`1.37`),
+    else the tokens with their unit (`12.3k tok`)."""
+    return compact_cost(cost) if cost is not None else f"{compact_tokens(tokens)} tok"
 
 
 def session_label(
@@ -203,6 +207,7 @@ class SessionTree(Tree[TreeEntry]):
         self._session_nodes: dict[Path, TreeNode[TreeEntry]] = {}
         self._snapshot: RootSnapshot | None = None
         self._filter = ""
+        self._filter_typed = ""
         #: Sessions shown whatever the filter says (a fork child made under a filter).
         self._revealed: set[Path] = set()
         #: Folds the user left open (True) or closed (False), by `kind:key`.
@@ -485,9 +490,7 @@ class SessionTree(Tree[TreeEntry]):
         if totals is None:
             return "…"
         cost = totals.cost(self._prices) if self._prices is not None else None
-        if cost is not None:
-            return compact_cost(cost)
-        return compact_tokens(totals.total_tokens)
+        return subtree_total_text(totals.total_tokens, cost)
 
     # -- order -------------------------------------------------------------------------
 
@@ -529,7 +532,9 @@ class SessionTree(Tree[TreeEntry]):
 
     def set_filter(self, text: str) -> None:
         """Show only sessions whose title, id, cwd or path contains `text` (and kin)."""
-        text = text.strip().lower()
+        typed = text.strip()
+        text = typed.lower()
+        self._filter_typed = typed  # as typed, for the "no session matches" line
         if text == self._filter:
             return
         keep = self.highlighted_path
@@ -608,7 +613,9 @@ class SessionTree(Tree[TreeEntry]):
             toggle: The node has children, so it shows a fold toggle (`▼ `).
         """
         snapshot = self._snapshot
-        problems = len(snapshot.problems_of(summary.path)) if snapshot else 0
+        problems = (
+            len(counted_problems(summary, snapshot.problems_of(summary.path))) if snapshot else 0
+        )
         pane = self.scrollable_content_region.width
         # less the guides, the fold toggle if any, and a spare column
         room = pane - self.guide_depth * (depth + 1) - (2 if toggle else 0) - 1 if pane else None
@@ -718,6 +725,13 @@ class SessionTree(Tree[TreeEntry]):
             self._unbuilt[key] = (project, shown)
             if self._unfolded(key):
                 self._build_project(key)
+        snapshot = self._snapshot
+        if not projects and self._filter and snapshot is not None and snapshot.summaries:
+            # A filter that matches nothing says so (literal text: never markup).
+            note = Text("no session matches '", style="italic", no_wrap=True, end="")
+            note.append_text(line(self._filter_typed, style="italic bold", limit=60))
+            note.append("'")
+            self.root.add_leaf(note)
 
     def _item_visible(self, item: LineageNode | tuple[str, tuple[LineageNode, ...]]) -> bool:
         cache = self._visible_cache

@@ -63,6 +63,8 @@ USER_MIN = 12
 FORK_MARK = "▶"
 OPEN_MARK = "●"
 GAP_MARK = "✖"
+#: A closed turn of a big log still being indexed: the fork rule has not judged it yet.
+PENDING_MARK = "…"
 CELL_PADDING = 1  # spaces either side of every cell
 HEADER_HEIGHT = 1
 
@@ -366,7 +368,7 @@ class TurnTimeline(ScrollView, can_focus=True):
 
         Args:
             turns: The turns with the fork rule's verdicts (drawn as they say: ▶ forkable,
-                ✖ past a seq gap, ● open, dim when inherited).
+                ✖ past a seq gap, ● open, … not judged yet (indexing), dim when inherited).
             divider: Where a fork child's seed ends, if it is one.
             cursor_turn: The turn index to put the cursor on (None: the last row).
         """
@@ -691,7 +693,10 @@ class TurnTimeline(ScrollView, can_focus=True):
         seed = view.inherited
         base = "dim" if seed else ""
         number = Text(end="")
-        if view.past_gap:
+        if view.pending:
+            number.append(f"{PENDING_MARK} ", style="dim")
+            number.append(str(turn.number), style=base)
+        elif view.past_gap:
             number.append(f"{GAP_MARK} ", style="red")
             number.append(str(turn.number), style="dim")
         elif view.forkable:

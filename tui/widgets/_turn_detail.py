@@ -40,6 +40,7 @@ from turnline.core.content import (
     TurnError,
     UserText,
     bounded,
+    event_lines_text,
     raw_events_text,
     size_words,
 )
@@ -48,7 +49,7 @@ from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview
 from turnline.core.root import SessionRoot
 from turnline.core.turn_usage import turn_usage, view_turn_usage
-from turnline.core.usage import UsageTotals, format_cost
+from turnline.core.usage import UsageTotals, compact_tokens, format_cost
 from turnline.core.view import SessionView, TurnView
 from turnline.core.xdg import ConfigError
 
@@ -74,6 +75,14 @@ SEE_ALL: Final = "v: raw events, o: open in pager"
 #: Every match of a find, and the current one (Rich styles on `Text`, never markup).
 MATCH_STYLE: Final = "black on yellow"
 CURRENT_STYLE: Final = "bold black on dark_orange"
+#: Below this many rows the pane's header is compact: two lines (the turn, then the
+#: fork verdict and the turn's token total), no log path, so the conversation starts
+#: on the pane's third row (at 80x24 the pane has about ten).
+COMPACT_ROWS: Final = 14
+#: What the pane shows: the conversation, the raw events as JSON, or one line per event.
+CONVERSATION: Final = "conversation"
+RAW: Final = "raw"
+LINES: Final = "lines"
 
 
 def plural(count: int, noun: str) -> str:
@@ -107,6 +116,8 @@ class TurnContent:
     root: Path | None = None
     #: The older generations dsh keeps beside the log (`formats.history_text`).
     history: str | None = None
+    #: The turn's events one line each (`core.content.event_lines_text`), bounded.
+    lines: str = ""
 
     @property
     def shown_path(self) -> str | None:
@@ -156,6 +167,7 @@ def turn_content(
     events: Sequence[SessionEvent],
     *,
     root: SessionRoot | None = None,
+    tz: tzinfo | None = None,
 ) -> TurnContent:
     """What the pane shows for one turn, read in a worker: the raw text, the turn's
     usage by dsh's fold and the user's price table (if any). The log's path is shown
@@ -182,6 +194,7 @@ def turn_content(
         error,
         folder,
         history_text(view.path),
+        event_lines_text(events, tz=tz),
     )
 
 
@@ -476,6 +489,8 @@ class TurnDetail(VerticalScroll):
     TurnDetail > .error { color: $error; }
     TurnDetail > .problems { border-left: thick $warning; padding-left: 1; margin-bottom: 1; }
     TurnDetail > .heading { text-style: bold; }
+    TurnDetail > .heading.-compact { text-wrap: nowrap; text-overflow: ellipsis; }
+    TurnDetail > .lines { text-wrap: nowrap; text-overflow: ellipsis; }
     TurnDetail > .hint { color: $text-muted; }
     TurnDetail > .usage { color: $text-muted; }
     TurnDetail Collapsible { padding: 0; margin: 0; border: none; }
@@ -502,7 +517,12 @@ class TurnDetail(VerticalScroll):
     def __init__(self, *, tz: tzinfo | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.tz = tz
-        self.raw = False
+        #: What the pane shows: `CONVERSATION`, `RAW` (JSON) or `LINES` (one per event).
+        self.mode = CONVERSATION
+        #: The heading shown, and whether it was built compact (redrawn on a resize
+        #: that changes that).
+        self._heading_static: Static | None = None
+        self._compact = False
         self._problems: tuple[LogProblem, ...] = ()
         self._verdict: TurnView | None = None
         self._blocks: Sequence[Block] = ()
@@ -530,6 +550,11 @@ class TurnDetail(VerticalScroll):
             yield Static(Text(""), id="find-status")
 
     @property
+    def raw(self) -> bool:
+        """The pane shows the turn's raw events as JSON."""
+        return self.mode == RAW
+
+    @property
     def path(self) -> Path | None:
         """The log the shown turn comes from."""
         return self._content.path if self._content is not None else None
@@ -541,7 +566,7 @@ class TurnDetail(VerticalScroll):
         block is open, and nothing in raw view or for a turn without blocks to fold.
         n / N and Escape act while a find is in force."""
         if action in ("unfold_all", "fold_all"):
-            if self.raw:
+            if self.mode != CONVERSATION:
                 return False
             folds = self._folds
             if not folds:
@@ -813,9 +838,30 @@ class TurnDetail(VerticalScroll):
 
     def toggle_raw(self) -> bool:
         """Switch between the conversation and the raw events; returns the new mode."""
-        self.raw = not self.raw
+        self.mode = CONVERSATION if self.mode == RAW else RAW
         self._render_children()
         return self.raw
+
+    def toggle_lines(self) -> bool:
+        """Switch between the conversation and one line per event (seq, time, type,
+        a data excerpt); returns True when the lines are shown."""
+        self.mode = CONVERSATION if self.mode == LINES else LINES
+        self._render_children()
+        return self.mode == LINES
+
+    def _compact_now(self) -> bool:
+        height = self.scrollable_content_region.height
+        return 0 < height < COMPACT_ROWS
+
+    def on_resize(self) -> None:
+        """Redraw the heading when the pane crosses the compact height."""
+        static = self._heading_static
+        verdict = self._verdict
+        if static is None or verdict is None or not static.is_attached:
+            return
+        if self._compact_now() != self._compact:
+            static.update(self._heading(verdict))
+            static.set_class(self._compact, "-compact")
 
     def _field(self, part: Part, classes: str | None = None) -> Static:
         """A Static for a part; a part with log text in it is searched by a find."""
@@ -837,10 +883,16 @@ class TurnDetail(VerticalScroll):
             if self._note:
                 widgets.append(Static(literal(self._note), classes="hint"))
         else:
-            widgets.append(Static(self._heading(verdict), classes="heading"))
-            if self.raw:
+            self._heading_static = Static(self._heading(verdict), classes="heading")
+            self._heading_static.set_class(self._compact, "-compact")
+            widgets.append(self._heading_static)
+            if self.mode == RAW:
                 raw = literal(self._raw_text)
                 widgets.append(self._field(Part(raw, len(raw)), classes="raw"))
+            elif self.mode == LINES:
+                lines = self._content.lines if self._content is not None else ""
+                shown = literal(lines or "(no events read for this turn)")
+                widgets.append(self._field(Part(shown, len(shown)), classes="lines"))
             else:
                 widgets.extend(self._block_widgets())
         with self.app.batch_update():
@@ -854,6 +906,9 @@ class TurnDetail(VerticalScroll):
         self.call_after_refresh(self.refresh_bindings)
 
     def _heading(self, verdict: TurnView) -> Text:
+        self._compact = self._compact_now()
+        if self._compact:
+            return self._compact_heading(verdict)
         turn = verdict.turn
         text = Text(end="")
         text.append(f"turn {turn.number}", style="bold")
@@ -902,9 +957,55 @@ class TurnDetail(VerticalScroll):
         else:
             text.append("✖ not a fork point: ", style="bold red")
             text.append_text(line(verdict.refusal or "", style="red", limit=300))
-        mode = "raw events (v: conversation)" if self.raw else "conversation (v: raw events)"
-        text.append(f"  ·  {mode}", style="dim")
+        text.append(f"  ·  {self._mode_words()}", style="dim")
         return text
+
+    def _mode_words(self) -> str:
+        if self.mode == RAW:
+            return "raw events (v: conversation)"
+        if self.mode == LINES:
+            return "one line per event (V: conversation)"
+        return "conversation (v: raw events)"
+
+    def _compact_heading(self, verdict: TurnView) -> Text:
+        """Two lines, each cut to the pane's width: the turn (number, reason, time,
+        duration), then the fork verdict, the turn's token total (and cost) and the
+        mode. The log's path is left out (y copies it). The heading's `-compact` class
+        keeps each line to one row (no wrap, an ellipsis)."""
+        turn = verdict.turn
+        first = Text(end="")
+        first.append(f"turn {turn.number}", style="bold")
+        first.append(" · ")
+        first.append_text(line(turn.reason, limit=30))
+        if turn.started is not None:
+            first.append(f" · {format_datetime(turn.started, self.tz)}", style="dim")
+        if turn.started is not None and turn.ended is not None and turn.ended >= turn.started:
+            first.append(f" ({(turn.ended - turn.started) / 1000:.1f}s)", style="dim")
+        first.append(
+            f" · seq {turn.first_seq}–{turn.end_seq if turn.end_seq is not None else '…'}",
+            style="dim",
+        )
+        second = Text(end="")
+        if verdict.forkable and verdict.seed_length is not None:
+            second.append(f"▶ fork point (f: seed {verdict.seed_length})", style="cyan")
+        elif turn.end_seq is None:
+            second.append("● open turn", style="bold cyan")
+        else:
+            second.append("✖ ", style="bold red")
+            second.append_text(line(verdict.refusal or "not a fork point", style="red", limit=80))
+        content = self._content
+        if content is not None and content.usage is not None:
+            usage = content.usage
+            if not usage.by_model():
+                second.append(" · no usage", style="dim")
+            else:
+                second.append(f" · Σ {compact_tokens(usage.total_tokens)} tokens", style="dim")
+            if content.prices is not None and usage.by_model():
+                second.append(_cost(usage, content.prices), style="dim")
+        mode = {RAW: "raw JSON", LINES: "one line per event"}.get(self.mode, "")
+        if mode:
+            second.append(f" · {mode}", style="dim")
+        return Text("\n", end="").join([first, second])
 
     def _block_widgets(self) -> list[Widget]:
         widgets: list[Widget] = []
