@@ -175,6 +175,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         Binding("r", "reload", "Reload"),
         Binding("s", "search", "Search", show=False),
         Binding("u", "usage", "Usage", show=False),
+        Binding("w", "conversation", "Conversation", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         *AFTER_FORK_BINDINGS,
         *PANE_BINDINGS,
@@ -1006,7 +1007,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
                 self.refresh_bindings()
 
     #: The main screen's own actions: off (and out of the footer) while a pushed screen
-    #: (usage, compare) covers it, so its keys never act on the session behind it.
+    #: (usage, compare, conversation) covers it, so its keys never act on the session behind it.
     #: Help and quit stay (`q` on a pushed screen is that screen's own "back").
     _MAIN_SCREEN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         binding.action
@@ -1015,7 +1016,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     )
 
     def main_screen_covered(self) -> bool:
-        """True while a full screen (usage, compare) is over the main screen.
+        """True while a full screen (usage, compare, conversation) is over the main screen.
 
         Dialogs and the command palette do not count: they are modal, so the app's
         keys never reach past them, and the palette lists the actions of the screen
@@ -1045,6 +1046,8 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             return self._parent_target() is None
         if action in ("toggle_raw", "toggle_lines"):
             return True if self.timeline.current_turn is not None else None
+        if action == "conversation":
+            return True if self.view is not None else None
         if action == "clear_filter":
             return bool(self.filter_box.display)
         return True
@@ -1242,6 +1245,18 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
                 self.open_session(path)
 
         self.push_screen(UsageScreen(snapshot, view.path, prices), opened)
+
+    def action_conversation(self) -> None:
+        """Show every turn of the open session in one scroll."""
+        from .screens import ConversationScreen
+
+        view, snapshot = self.view, self.snapshot
+        if view is None or self._wanted is not None:
+            self.notify("open a session first", severity="warning", markup=False)
+            return
+        summary = snapshot.summaries.get(view.path) if snapshot is not None else None
+        title = (summary or view.summary).display_title()
+        self.push_screen(ConversationScreen(view, title))
 
 
 def run_app(

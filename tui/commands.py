@@ -22,6 +22,7 @@ ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("Toggle raw events", "toggle_raw", "the highlighted turn's events as JSON"),
     ("Toggle event lines", "toggle_lines", "the highlighted turn's events, one line each"),
     ("Reload root", "reload", "rescan the root from disk"),
+    ("Whole conversation", "conversation", "every turn of the open session in one scroll"),
     ("Help: keys and markers", "help", "what the screen shows"),
 )
 

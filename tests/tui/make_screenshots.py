@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from turnline.tui import TurnlineApp
 
 from .conftest import make_family
+from .test_generations_app import v5_root
 from .test_snapshots import SIZE, settled, write_problem_log
 
 OUT = Path(__file__).resolve().parents[2] / "screenshots"
@@ -48,11 +49,14 @@ async def main() -> None:
         problem_root = Path(tmp) / "b" / "root"
         make_family(problem_root)
         problem = write_problem_log(problem_root)
+        v5_log, _older = v5_root(Path(tmp) / "c" / "root")
         shots = [
             await shoot(family.root, "tree-and-timeline", settled(family.parent, row=0)),
             await shoot(family.root, "fork-modal", settled(family.parent, row=1), "f"),
             await shoot(family.root, "seed-divider", settled(family.child, row=3)),
             await shoot(problem_root, "problem-log", settled(problem, row=0)),
+            # dsh's own V5 sample log, with the V3 generation kept beside it
+            await shoot(v5_log.parents[2], "v5-session", settled(v5_log, row=0)),
         ]
     for shot in shots:
         print(shot, file=sys.stderr)

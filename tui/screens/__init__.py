@@ -2,7 +2,7 @@
 
 Each screen's module loads when its name is first asked for (PEP 562 `__getattr__`),
 not with this package: the app starts with the fork screen's module alone, and the
-others (search and its catalog, compare, export, help) load with the key that opens
+others (search and its catalog, compare, conversation, export, help) load with the key that opens
 them.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._compare import CompareScreen
+    from ._conversation import ConversationScreen
     from ._export import ExportRequest, ExportScreen
     from ._fork import ForkPlan, ForkRequest, ForkScreen
     from ._help import HelpScreen
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 #: Where each name lives.
 _HOMES = {
     "CompareScreen": "_compare",
+    "ConversationScreen": "_conversation",
     "ExportRequest": "_export",
     "ExportScreen": "_export",
     "ForkPlan": "_fork",
@@ -32,6 +34,7 @@ _HOMES = {
 
 __all__ = [
     "CompareScreen",
+    "ConversationScreen",
     "ExportRequest",
     "ExportScreen",
     "ForkPlan",

@@ -27,6 +27,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("a", "sort sessions: lineage order / newest activity first"),
     ("t", "show each session's subtree total (tokens, or cost when priced)"),
     ("u", "usage: tokens, cost and time of the session's subtree"),
+    ("w", "the whole conversation: every turn in one scroll"),
     ("s", "search every session's text; Enter opens the turn with the match highlighted"),
     ("Ctrl+F (detail)", "find in the turn, any case; Enter keeps it, Escape clears"),
     ("n / N (detail)", "next / previous match of the find or search in the turn"),

@@ -83,6 +83,9 @@ COMPACT_ROWS: Final = 14
 CONVERSATION: Final = "conversation"
 RAW: Final = "raw"
 LINES: Final = "lines"
+#: The role labels in front of a user's and an assistant's text.
+USER_LABEL: Final = "▌ user"
+ASSISTANT_LABEL: Final = "▌ assistant"
 
 
 def plural(count: int, noun: str) -> str:
@@ -345,19 +348,30 @@ def edit_diff(edit: FileEdit) -> str:
 def tool_title(call: ToolCall) -> Content:
     """`⚒ name(arguments…) status` as literal Content."""
     result = call.result
-    status = "…" if result is None else ("✖ error" if result.is_error else "✓")
-    shown = call.shell_command
-    if shown is None:
-        edit = call.file_edit
-        shown = edit.path if edit is not None and edit.path else call.arguments_text
     return Content.assemble(
         "⚒ ",
         title_of(call.name, 40),
         "(",
-        title_of(shown, 60),
+        title_of(tool_argument(call), 60),
         ") ",
-        (status, "bold red" if result is not None and result.is_error else ""),
+        (tool_status(call), "bold red" if result is not None and result.is_error else ""),
     )
+
+
+def tool_argument(call: ToolCall) -> str:
+    """What a tool call's title shows of its arguments: the shell command, the edited
+    file's path, else the arguments' text (log text: draw it literally)."""
+    shown = call.shell_command
+    if shown is None:
+        edit = call.file_edit
+        shown = edit.path if edit is not None and edit.path else call.arguments_text
+    return shown
+
+
+def tool_status(call: ToolCall) -> str:
+    """`…` while the result is pending, `✓`, or `✖ error`."""
+    result = call.result
+    return "…" if result is None else ("✖ error" if result.is_error else "✓")
 
 
 def tool_body(call: ToolCall) -> list[Part]:
@@ -1013,10 +1027,10 @@ class TurnDetail(VerticalScroll):
             widgets.append(Static(Text("(no messages in this turn)", style="dim"), classes="hint"))
         for block in self._blocks:
             if isinstance(block, UserText):
-                widgets.append(Static(Text("▌ user"), classes="role role-user"))
+                widgets.append(Static(Text(USER_LABEL), classes="role role-user"))
                 widgets.append(self._field(bounded_part(block.text)))
             elif isinstance(block, AssistantText):
-                widgets.append(Static(Text("▌ assistant"), classes="role role-assistant"))
+                widgets.append(Static(Text(ASSISTANT_LABEL), classes="role role-assistant"))
                 widgets.append(self._field(bounded_part(block.text)))
             elif isinstance(block, Reasoning):
                 widgets.append(
