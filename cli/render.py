@@ -19,6 +19,8 @@ from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
 from turnline.core.textsafe import ELLIPSIS, one_line
 from turnline.core.timeline import Turn
+from turnline.core.units import duration as duration  # re-exported
+from turnline.core.units import plural as plural  # re-exported
 from turnline.core.usage import compact_tokens
 from turnline.core.usage import format_cost as _cost
 from turnline.core.view import SessionView
@@ -58,27 +60,6 @@ def _table(rows: Sequence[Sequence[str]], right: Iterable[int] = ()) -> list[str
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def plural(n: int, word: str) -> str:
-    """`1 turn`, `2 turns`, `1,234 turns` (thousands separated)."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
-
-
-def duration(ms: int) -> str:
-    """A wall time as people write it: `3.2 s` under a minute, then its two largest
-    units: `12m 5s`, `1h 0m`, `7d 4h`."""
-    if ms < 60_000:
-        return f"{max(ms, 0) / 1000:.1f} s"
-    seconds = ms // 1000
-    minutes, s = divmod(seconds, 60)
-    hours, m = divmod(minutes, 60)
-    days, h = divmod(hours, 24)
-    if days:
-        return f"{days}d {h}h"
-    if hours:
-        return f"{hours}h {m}m"
-    return f"{minutes}m {s}s"
 
 
 def session_flags(summary: SessionSummary, problems: Sequence[LogProblem]) -> str:

@@ -18,6 +18,8 @@ from textual.widgets import DataTable, Footer, Static
 from turnline.core.compare import Comparison, Side
 from turnline.core.textsafe import one_line, safe_text
 from turnline.core.timeline import Turn
+from turnline.core.units import duration, plural
+from turnline.core.usage import compact_tokens
 
 #: The narrowest a side's column gets (below it the table scrolls sideways).
 MIN_SIDE = 16
@@ -43,9 +45,9 @@ def outcome(label: str, side: Side) -> Text:
     return Text.assemble(
         (f"{label} ", "bold"),
         one_line(side.summary.id, 24),
-        f": {len(side.turns)} turns, last {side.last_reason or '—'}, ",
-        f"{side.tokens.total} tokens, {side.errors} errors, {side.wall_ms / 1000:.1f} s, ",
-        f"{tools}, {len(side.files)} files",
+        f": {plural(len(side.turns), 'turn')}, last {side.last_reason or '—'}, ",
+        f"{compact_tokens(side.tokens.total)} tokens, {plural(side.errors, 'error')}, ",
+        f"{duration(side.wall_ms)}, {tools}, {plural(len(side.files), 'file')}",
     )
 
 
@@ -96,7 +98,7 @@ class CompareScreen(Screen[None]):
         c = self.comparison
         yield Static(
             Text(
-                f"shared: {c.shared_turns} turns of {one_line(c.ancestor.id)} "
+                f"shared: {plural(c.shared_turns, 'turn')} of {one_line(c.ancestor.id)} "
                 f"(diverged at seq {c.diverged_at})"
             ),
             id="shared",
