@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from .screens import ExportRequest
 
 AFTER_FORK_BINDINGS: list[BindingType] = [
-    Binding("m", "mark", "Mark", show=False),
-    Binding("d", "compare", "Diff", show=False),
-    Binding("e", "export", "Export", show=False),
+    Binding("m", "mark", "Mark"),
+    Binding("d", "compare", "Diff"),
+    Binding("e", "export", "Export"),
     Binding("c", "continue", "Continue", show=False),
     Binding("y", "copy_id", "Copy id", show=False),
     Binding("o", "open_turn", "Open turn", show=False),

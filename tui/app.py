@@ -173,9 +173,11 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         Binding("V", "toggle_lines", "Event lines", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("r", "reload", "Reload"),
-        Binding("s", "search", "Search", show=False),
-        Binding("u", "usage", "Usage", show=False),
-        Binding("w", "conversation", "Conversation", show=False),
+        # Shown when the window is wide enough (the footer drops the rest at the right;
+        # `?` lists every key).
+        Binding("s", "search", "Search"),
+        Binding("u", "usage", "Usage"),
+        Binding("w", "conversation", "Conversation"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         *AFTER_FORK_BINDINGS,
         *PANE_BINDINGS,

@@ -26,8 +26,8 @@ STEP = 6
 PANE_BINDINGS: list[BindingType] = [
     Binding("left_square_bracket", "narrow_sessions", "Narrower", show=False),
     Binding("right_square_bracket", "widen_sessions", "Wider", show=False),
-    Binding("a", "toggle_sort", "Sort", show=False),
-    Binding("t", "toggle_totals", "Totals", show=False),
+    Binding("a", "toggle_sort", "Sort"),
+    Binding("t", "toggle_totals", "Totals"),
 ]
 
 
