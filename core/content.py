@@ -11,7 +11,7 @@ a result whose call is not in the events given becomes a `ToolCall` named `?`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, TypeAlias
@@ -604,6 +604,22 @@ def raw_events_text(
     """The events as indented JSON for the raw view, bounded: each string field is cut
     to `field_limit` characters (with a note of what was left off), and the output
     stops after `max_events` events or once it passes `max_chars` characters."""
+    return _bounded_events(
+        events,
+        lambda event: pretty_json(_capped(event.to_json_dict(), field_limit)),
+        max_events,
+        max_chars,
+    )
+
+
+def _bounded_events(
+    events: Sequence[SessionEvent],
+    render: Callable[[SessionEvent], str],
+    max_events: int,
+    max_chars: int,
+) -> str:
+    """Each event rendered, one per line or block, stopping after `max_events` events
+    or once past `max_chars` characters, with a note of how many were left out."""
     out: list[str] = []
     size = 0
     for count, event in enumerate(events):
@@ -611,9 +627,9 @@ def raw_events_text(
             rest = len(events) - count
             out.append(f"… {rest} more event{'s' if rest != 1 else ''} not shown")
             break
-        chunk = pretty_json(_capped(event.to_json_dict(), field_limit))
-        size += len(chunk)
-        out.append(chunk)
+        text = render(event)
+        size += len(text) + 1
+        out.append(text)
     return "\n".join(out)
 
 
@@ -655,14 +671,6 @@ def event_lines_text(
 ) -> str:
     """The events one line each (`event_line`), for the compact raw view; bounded as
     `raw_events_text` is: at most `max_events` lines, stopping once past `max_chars`."""
-    out: list[str] = []
-    size = 0
-    for count, event in enumerate(events):
-        if count >= max_events or size > max_chars:
-            rest = len(events) - count
-            out.append(f"… {rest} more event{'s' if rest != 1 else ''} not shown")
-            break
-        text = event_line(event, tz=tz, excerpt=excerpt)
-        size += len(text) + 1
-        out.append(text)
-    return "\n".join(out)
+    return _bounded_events(
+        events, lambda event: event_line(event, tz=tz, excerpt=excerpt), max_events, max_chars
+    )

@@ -17,6 +17,7 @@ from turnline.core.layout import session_dir
 from turnline.core.logfile import Encoding
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.writer import encode_new_log, log_name, write_new_file
+from turnline.tui import TurnlineApp
 
 
 @pytest.fixture(autouse=True)
@@ -251,3 +252,18 @@ def today_is_the_logs_day(monkeypatch: pytest.MonkeyPatch) -> None:
     from turnline.tui.widgets import _timeline
 
     monkeypatch.setattr(_timeline, "wall_clock", lambda: T0 / 1000 + 3600)
+
+
+async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
+    """Open `path` in the app under test and wait until its timeline is shown and the
+    tree's cursor is on it."""
+    app = pilot.app
+    assert isinstance(app, TurnlineApp)
+    await wait_for(pilot, lambda: app.snapshot is not None)
+    app.open_session(path)
+    await wait_for(
+        pilot, lambda: app.view is not None and app.view.path == path and not app._wanted
+    )
+    await wait_for(pilot, lambda: app.session_tree.highlighted_path == path)
+    await pilot.pause()
+    return app

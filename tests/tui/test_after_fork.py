@@ -19,22 +19,9 @@ from turnline.tui.screens import CompareScreen, ExportScreen
 
 from ..core.disk_logs import as_events, write_log
 from ..core.rich_logs import forked_pair, rich_turn
-from .conftest import wait_for
+from .conftest import opened, wait_for
 
 SIZE = (120, 36)
-
-
-async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
-    app = pilot.app
-    assert isinstance(app, TurnlineApp)
-    await wait_for(pilot, lambda: app.snapshot is not None)
-    app.open_session(path)
-    await wait_for(
-        pilot, lambda: app.view is not None and app.view.path == path and not app._wanted
-    )
-    await wait_for(pilot, lambda: app.session_tree.highlighted_path == path)
-    await pilot.pause()
-    return app
 
 
 def _suspends(app: TurnlineApp, terminal: io.StringIO | None = None) -> list[str]:

@@ -15,22 +15,9 @@ from turnline.core.model import SessionEvent, SessionHeader
 from turnline.tui import TurnlineApp
 from turnline.tui.screens import ConversationScreen, ForkScreen
 
-from .conftest import CWD, T0, Family, turn, wait_for, write_session
+from .conftest import CWD, T0, Family, opened, turn, wait_for, write_session
 
 SIZE = (120, 36)
-
-
-async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
-    app = pilot.app
-    assert isinstance(app, TurnlineApp)
-    await wait_for(pilot, lambda: app.snapshot is not None)
-    app.open_session(path)
-    await wait_for(
-        pilot, lambda: app.view is not None and app.view.path == path and not app._wanted
-    )
-    await wait_for(pilot, lambda: app.session_tree.highlighted_path == path)
-    await pilot.pause()
-    return app
 
 
 async def conversation(pilot: Pilot[Any], app: TurnlineApp) -> ConversationScreen:

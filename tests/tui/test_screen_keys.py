@@ -6,36 +6,21 @@ from __future__ import annotations
 
 from datetime import UTC
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.containers import VerticalScroll
-from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 from turnline.tui import TurnlineApp
 from turnline.tui.screens import CompareScreen, ExportScreen, ForkScreen, HelpScreen
 from turnline.tui.screens._usage import UsageScreen
 
 from ..core.rich_logs import forked_pair
-from .conftest import Family, wait_for
+from .conftest import Family, opened, wait_for
 
 SIZE = (120, 36)
 SMALL = (80, 24)
 #: The main screen's session keys: none may act from under another screen.
 SESSION_KEYS = ("f", "p", "e", "c", "m", "d", "y", "o", "v", "r", "slash", "a", "t", "u", "s")
-
-
-async def opened(pilot: Pilot[Any], path: Path) -> TurnlineApp:
-    app = pilot.app
-    assert isinstance(app, TurnlineApp)
-    await wait_for(pilot, lambda: app.snapshot is not None)
-    app.open_session(path)
-    await wait_for(
-        pilot, lambda: app.view is not None and app.view.path == path and not app._wanted
-    )
-    await wait_for(pilot, lambda: app.session_tree.highlighted_path == path)
-    await pilot.pause()
-    return app
 
 
 def footer_keys(app: TurnlineApp) -> dict[str, str]:
