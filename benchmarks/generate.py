@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import orjson
 import zstandard
+from turnline.core.formats import HEADER_ORDER
 
 _WORD_TEXT: Final = (
     "the a to of and in that is for it with as was on be this by are not or at from "
@@ -478,10 +479,6 @@ def _turn_end_seqs(lines: list[bytes]) -> list[int]:
 # v0 inputs into their V5 twins, streaming, so the big log never sits in memory.
 
 V5: Final = 5
-_V5_HEADER_ORDER: Final = (
-    "type", "version", "id", "createdAt", "cwd", "parentSession", "isSeeded", "origin",
-    "delegationDepth", "agentPreset",
-)  # fmt: skip
 #: v0 packed row tag → (the delta chunk type it packs, its member array key).
 _PACKED: Final = {
     "text-chunks": ("text-delta", "texts"),
@@ -505,7 +502,7 @@ def v5_header(header: dict[str, Any]) -> dict[str, Any]:
     fields["isSeeded"] = header.get("seedLength") is not None
     fields.setdefault("createdAt", 0)
     fields.setdefault("delegationDepth", 0)
-    return {k: fields[k] for k in _V5_HEADER_ORDER if k in fields}
+    return {k: fields[k] for k in HEADER_ORDER if k in fields}
 
 
 class _Group:

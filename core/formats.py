@@ -42,14 +42,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from .model import HEADER_FIELDS
+
 #: The versions this reader reads exactly.
 KNOWN_VERSIONS: Final = frozenset((0, 1, 2, 3, 4, 5))
 #: The newest of them (what a message about a newer log names).
 NEWEST_VERSION: Final = 5
 #: The first version with one event per row, `isSeeded` and the inherited marker.
 MARKER_VERSION: Final = 2
-#: The first version whose `tool/result` message is a `role: "tool"` message.
-TOOL_ROLE_VERSION: Final = 4
 
 #: A canonical generation file name: `session.jsonl` is version 0, `session.vN.jsonl`
 #: version N (lowercase, decimal, no leading zero; `session.v0.jsonl` is not one),
@@ -61,19 +61,9 @@ _GENERATION: Final = re.compile(r"session(?:\.v([1-9][0-9]*))?\.jsonl(?:\.zstd)?
 HEADER_REQUIRED: Final = ("type", "version", "id", "createdAt", "isSeeded", "delegationDepth")
 HEADER_OPTIONAL: Final = ("cwd", "parentSession", "origin", "agentPreset")
 CLOSED_HEADER_KEYS: Final = frozenset(HEADER_REQUIRED + HEADER_OPTIONAL)
-#: The order dsh writes a V2+ header's keys in (absent ones left out).
-HEADER_ORDER: Final = (
-    "type",
-    "version",
-    "id",
-    "createdAt",
-    "cwd",
-    "parentSession",
-    "isSeeded",
-    "origin",
-    "delegationDepth",
-    "agentPreset",
-)
+#: The order dsh writes a V2+ header's keys in (absent ones left out): the writer's
+#: order (`model.HEADER_FIELDS`) without V0's `seedLength`.
+HEADER_ORDER: Final = ("type", *(key for key, _ in HEADER_FIELDS if key != "seedLength"))
 
 END_SEED: Final = "session/end-seed"
 
@@ -98,26 +88,35 @@ def superseded(names: Iterable[str]) -> set[str]:
     return {n for v, n in found if v < top}
 
 
-def generations(path: Path) -> list[tuple[int, Path]]:
+def generation_files(path: str) -> list[tuple[int, str]]:
     """(version, path) of every generation file in a log's folder, newest first: the
-    log itself and the history dsh keeps beside it. Just the log when its name is not
-    a canonical generation name, or its folder cannot be listed."""
-    own = generation_of(path.name)
+    log itself and the history dsh keeps beside it; empty when the log's name is not a
+    canonical generation name, just the log when its folder cannot be listed. Plain
+    strings, so a listing of ten thousand logs makes no `Path`."""
+    folder, name = os.path.split(path)
+    own = generation_of(name)
     if own is None:
         return []
-    folder = path.parent
     try:
         names = os.listdir(folder)  # a session folder holds one or two entries
     except OSError:
         return [(own, path)]
     if len(names) == 1:
         return [(own, path)]  # the common case: the log alone
-    found = [
-        (v, folder / n)
-        for n in names
-        if (v := generation_of(n)) is not None and (n == path.name or os.path.isfile(folder / n))
-    ]
-    return sorted(found, key=lambda item: (-item[0], item[1].name))
+    found = []
+    for other in names:
+        version = generation_of(other)
+        if version is None:
+            continue
+        full = os.path.join(folder, other)
+        if other == name or os.path.isfile(full):
+            found.append((version, full))
+    return sorted(found, key=lambda item: (-item[0], item[1]))
+
+
+def generations(path: Path) -> list[tuple[int, Path]]:
+    """`generation_files` of a log as `Path`s."""
+    return [(v, Path(p)) for v, p in generation_files(str(path))]
 
 
 def history(path: Path) -> list[tuple[int, Path]]:
@@ -138,16 +137,6 @@ def generation_name(version: int, *, zstd: bool) -> str:
     """The canonical file name of a generation (`session.jsonl`, `session.v5.jsonl.zstd`)."""
     stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
     return stem + (".zstd" if zstd else "")
-
-
-def version_of(value: Any) -> int:
-    """A header's `version` as this module's rules take it: absent (some real v0 logs
-    omit it) is 0; anything that is not a whole number is -1 (unknown)."""
-    if value is None:
-        return 0
-    if type(value) is not int:
-        return -1
-    return value
 
 
 def known(version: int | None) -> bool:
@@ -333,27 +322,3 @@ def usage_of(etype: str, data: Any) -> Any:
             if type(chunk) is dict and chunk.get("type") == "usage":
                 return chunk.get("usage")
     return None
-
-
-def stream_texts(data: Any) -> tuple[str, str]:
-    """(text, reasoning) streamed in an `assistant/attempt`'s stream: what a failed
-    attempt had produced before it was retried (shown as a diagnostic)."""
-    stream = data.get("stream") if type(data) is dict else None
-    text: list[str] = []
-    reasoning: list[str] = []
-    for member in stream if type(stream) is list else ():
-        if type(member) is not dict:
-            continue
-        kind = member.get("type")
-        if kind == "text-chunks" or kind == "reasoning-chunks":
-            texts = member.get("texts")
-            out = text if kind == "text-chunks" else reasoning
-            out.extend(t for t in texts if type(t) is str) if type(texts) is list else None
-        elif kind == "chunk":
-            chunk = member.get("chunk")
-            if type(chunk) is dict and type(chunk.get("text")) is str:
-                if chunk.get("type") == "text-delta":
-                    text.append(chunk["text"])
-                elif chunk.get("type") == "reasoning-delta":
-                    reasoning.append(chunk["text"])
-    return "".join(text), "".join(reasoning)

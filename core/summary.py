@@ -284,17 +284,9 @@ def state_json(
 
 
 def _generations(path: str) -> list[str]:
-    """`formats.generations` of a log as path strings, newest first (the log alone when
-    its folder holds nothing else: no `Path` is made for the common case)."""
-    folder, name = os.path.split(path)
-    if formats.generation_of(name) is None:
-        return [path]
-    try:
-        if len(os.listdir(folder)) == 1:
-            return [path]
-    except OSError:
-        return [path]
-    return [str(p) for _, p in formats.generations(Path(path))] or [path]
+    """The paths of a log's generations, newest first (`formats.generation_files`);
+    the log alone when its name is not a generation's."""
+    return [p for _, p in formats.generation_files(path)] or [path]
 
 
 def _format_of(header: HeaderState | None) -> int | None:

@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 import zstandard
+from turnline.core.formats import HEADER_ORDER
 from turnline.core.logfile import read_log
 
 Log = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -51,18 +52,7 @@ Notes = list[str] | None
 """Where a step records the rules it had to bend, or None to record nothing."""
 
 #: The V2+ header's closed key set, in the order dsh writes it [S20][S1].
-HEADER_KEYS_V2 = (
-    "type",
-    "version",
-    "id",
-    "createdAt",
-    "cwd",
-    "parentSession",
-    "isSeeded",
-    "origin",
-    "delegationDepth",
-    "agentPreset",
-)
+HEADER_KEYS_V2 = HEADER_ORDER
 
 #: The system-prompt plugin that V2→V3 attributes the synthetic system messages to [S22].
 SYSTEM_PROMPT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
