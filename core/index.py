@@ -18,6 +18,13 @@ index (after toolong's newline index, built in timed batches and read with `os.p
   exactly the full-read timeline), packed rows (to count and validate their members),
   and any line the pattern does not match (a blank line, another key order, a
   truncated or garbage line, a non-integer seq);
+- reads a clean batch in bulk (`_Indexer._consume_bulk`): msgspec validates all of
+  its lines in one call (`decode_lines`, in C), their seqs are checked at once, its
+  packed rows are counted in one more call, and its structural lines decode only the
+  fields the timeline reads (a V2+ `assistant/message` holds its whole stream, which
+  is validated, not built). Any batch that is not clean (a blank line, a seq break,
+  a line that is not one record) is read line by line instead, which names exactly
+  what is wrong, so both paths give the same result;
 - keeps every seq check of `LogReader` (contiguity, gaps, duplicates, the first seq),
   the `turn/end` reason check, and its torn-tail-versus-corruption rule, with the same
   problem messages and line numbers;
@@ -35,7 +42,6 @@ corruption is found while indexing, exactly as a full read finds it.
 from __future__ import annotations
 
 import bisect
-import copy
 import dataclasses
 import os
 import threading
@@ -43,10 +49,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Final, overload
 
+import msgspec
 import orjson
 import zstandard
 
@@ -95,6 +102,8 @@ PREFIX_CHECK: Final = 64 << 10
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
 
+#: Decodes a batch of record lines into `RecordHead`s in one call (see `_consume_bulk`).
+_decode_head_lines: Final = msgspec.json.Decoder(RecordHead).decode_lines
 _STRUCTURAL_STR: Final = frozenset(TIMELINE_TYPES)
 _PACKED_STR: Final = frozenset(PACKED_TAGS)
 _SPECIAL: Final = _STRUCTURAL_STR | _PACKED_STR
@@ -102,6 +111,10 @@ _TURN_TYPES_STR: Final = frozenset(("turn/start", "turn/end"))
 _TYPE: Final = attrgetter("type")
 _SEQ: Final = attrgetter("seq")
 _PLUS_ONE: Final = (1).__add__
+_FIRST_BYTE: Final = itemgetter(0)
+_LAST_BYTE: Final = itemgetter(-1)
+_OPEN: Final = {ord("{")}
+_CLOSE: Final = {ord("}")}
 
 
 def worth_indexing(path: Path) -> bool:
@@ -114,6 +127,143 @@ def worth_indexing(path: Path) -> bool:
         return size >= INDEX_THRESHOLD
     # A small zstd log can still hold a huge field (repeated text compresses 10,000:1).
     return size >= ZSTD_INDEX_THRESHOLD or zstd_inflates_past(path, INDEX_THRESHOLD)
+
+
+# -- structural lines, decoded for the timeline only -----------------------------------
+
+
+class _LightData(msgspec.Struct, gc=False):
+    """The fields of a `step/start`, `tool/call` or `assistant/message` event's data
+    that `TimelineBuilder` reads (`formats.assistant_message` included); the rest of
+    the data (a tool's arguments, a V2+ message's stream and usage) is only checked."""
+
+    turn: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    message: Any = msgspec.UNSET
+    content: Any = msgspec.UNSET
+    provenance: Any = msgspec.UNSET
+
+
+class _LightRecord(msgspec.Struct, gc=False):
+    type: str
+    seq: int
+    time: Any = 0
+    data: _LightData | None = None
+
+
+_decode_light: Final = msgspec.json.Decoder(_LightRecord).decode
+_decode_light_lines: Final = msgspec.json.Decoder(_LightRecord).decode_lines
+#: The structural types that are many, and large, in a big log.
+_LIGHT_TYPES: Final = frozenset(("step/start", "tool/call", "assistant/message"))
+_LIGHT_FIELDS: Final = _LightData.__struct_fields__
+#: Integers orjson (hence `records.loads`) keeps as integers; others become floats.
+_ORJSON_INTS: Final = range(-(1 << 63), 1 << 64)
+
+
+def _structural_event(line: bytes, kind: str, seq: int, packed_rows: bool) -> SessionEvent | None:
+    """The event of one structural line whose head decoded (type `kind`, integer
+    `seq`), as `expand_record(loads(line))` gives it for the timeline: equal type,
+    seq and time, and data holding every key `TimelineBuilder` reads with its value.
+    None if the line does not decode after all (the caller then reads it alone)."""
+    if kind in _LIGHT_TYPES:
+        try:
+            event = _light_event(_decode_light(line))
+        except msgspec.DecodeError:
+            event = None  # e.g. data that is not an object: decoded whole below
+        if event is not None:
+            return event
+    try:
+        events = expand_record(loads(line), packed_rows=packed_rows)
+    except (orjson.JSONDecodeError, RecordError):
+        return None
+    return events[0] if len(events) == 1 else None
+
+
+def _light_events(
+    light: list[int],
+    heads: list[RecordHead],
+    lines: list[bytes],
+    events: dict[int, SessionEvent],
+    packed_rows: bool,
+) -> bool:
+    """Decode the `_LIGHT_TYPES` lines `light` (indices into `lines`, each a whole
+    JSON object) into `events`, in one msgspec call when every one decodes so;
+    False if one does not decode at all."""
+    try:
+        records = _decode_light_lines(b"\n".join([lines[i] for i in light]))
+    except msgspec.DecodeError:
+        records = None
+    for k, i in enumerate(light):
+        event = None if records is None else _light_event(records[k])
+        if event is None:
+            event = _structural_event(lines[i], heads[i].type, heads[i].seq or 0, packed_rows)
+            if event is None:
+                return False
+        events[i] = event
+    return True
+
+
+def _light_event(light: _LightRecord) -> SessionEvent | None:
+    """The event of a decoded light record, None when orjson would read a number of
+    it differently (then the line is decoded whole)."""
+    if not _orjson_number(light.time):
+        return None
+    data: Any = None
+    if light.data is not None:
+        data = {}
+        for key in _LIGHT_FIELDS:
+            value = getattr(light.data, key)
+            if value is not msgspec.UNSET:
+                data[key] = value
+        if not _orjson_number(data.get("turn")):
+            return None
+    time = light.time
+    if not isinstance(time, int | float) or isinstance(time, bool):
+        time = 0
+    return SessionEvent(light.type, light.seq, time, data)
+
+
+class _PackedMembers(msgspec.Struct, gc=False):
+    dt: list[int | float]
+    texts: list[msgspec.Raw] | None = None
+    args: list[msgspec.Raw] | None = None
+
+
+class _PackedRow(msgspec.Struct, gc=False):
+    seq0: int
+    data: _PackedMembers
+
+
+_decode_packed_lines: Final = msgspec.json.Decoder(_PackedRow).decode_lines
+
+
+def _packed_runs(
+    packed: list[int],
+    heads: list[RecordHead],
+    lines: list[bytes],
+    firsts: dict[int, int],
+    counts: dict[int, int],
+) -> bool:
+    """First seq and member count of each packed row line in `packed`, checked as
+    `records.packed_members` checks one (in one msgspec call); False if a row is not
+    one that check takes (the batch is then read line by line)."""
+    try:
+        rows = _decode_packed_lines(b"\n".join([lines[i] for i in packed]))
+    except msgspec.DecodeError:
+        return False
+    for i, row in zip(packed, rows, strict=True):
+        data = row.data
+        members = data.args if PACKED_TAGS[heads[i].type][1] == "args" else data.texts
+        if not members or len(data.dt) != len(members) - 1:
+            return False
+        firsts[i] = row.seq0
+        counts[i] = len(members)
+    return True
+
+
+def _orjson_number(value: Any) -> bool:
+    """False for an integer orjson would have read as a float (past 64 bits)."""
+    return type(value) is not int or value in _ORJSON_INTS
 
 
 class IndexCancelled(Exception):
@@ -279,15 +429,20 @@ class _Indexer:
             None when every line was consumed, else where and why reading stops;
             the counters then stand just before that line.
         """
-        if self.utf8 and not valid_utf8(block):
-            self.utf8 = False
-        halt = self._consume(block, base, frames)
+        utf8 = valid_utf8(block)
+        self.utf8 = self.utf8 and utf8
+        halt = self._consume(block, base, frames, utf8)
         self._note_last(block, len(block) if halt is None else halt.at)
         return halt
 
-    def _consume(self, block: bytes, base: int, frames: list[_Frame] | None) -> _Halt | None:
+    def _consume(
+        self, block: bytes, base: int, frames: list[_Frame] | None, utf8: bool
+    ) -> _Halt | None:
         lines = block.split(b"\n")
         lines.pop()  # the block ends with a newline
+        if utf8 and self._consume_bulk(block, lines, base, frames):
+            self._advance(len(block), len(lines), frames)
+            return None
         try:
             # Every line is one JSON value with a string type and integer seqs: the
             # common case, checked in C (msgspec) line by line without a Python loop.
@@ -298,6 +453,148 @@ class _Indexer:
         if halt is None:
             self._advance(len(block), len(lines), frames)
         return halt
+
+    # -- a batch at once: the common case, with no Python loop over its lines -----------
+
+    def _consume_bulk(
+        self, block: bytes, lines: list[bytes], base: int, frames: list[_Frame] | None
+    ) -> bool:
+        """Index a batch of UTF-8 lines in which every line is one record with a string
+        type and integer seqs, every seq follows the last one, and every structural line
+        decodes: True when it did (`_consume_lines` would have given the same state);
+        False, having changed nothing, for any other batch (then `_consume_lines`
+        indexes it line by line and finds what is wrong, with its exact message).
+
+        msgspec validates the whole batch in one call (`decode_lines`, in C); the seqs
+        are checked for the batch at once; only structural lines (the timeline's) and
+        packed rows are looked at one by one, and the structural lines that are many
+        and large (`step/start`, `tool/call`, `assistant/message`: a V2+ message holds
+        its whole stream) decode only the fields the timeline reads.
+        """
+        n = len(lines)
+        # One record per line: `decode_lines` reads values, not lines, so every line
+        # must start with `{` and end with `}`. Inside one JSON value a `}` followed by
+        # (whitespace and) `{` is a syntax error that `decode_lines` raises, and a
+        # newline is never inside a string: each line break is then between two
+        # values, and as many values as lines means one per line.
+        try:
+            if set(map(_FIRST_BYTE, lines)) != _OPEN or set(map(_LAST_BYTE, lines)) != _CLOSE:
+                return False
+        except IndexError:  # a blank line
+            return False
+        try:
+            heads = _decode_head_lines(block)
+        except HeadError:
+            return False
+        if len(heads) != n:
+            return False
+        types = list(map(_TYPE, heads))
+        seqs = list(map(_SEQ, heads))
+        odd = [
+            i for i, t, q in zip(range(n), types, seqs, strict=True) if q is None or t in _SPECIAL
+        ]
+        # The first seq and event count of each odd line; a plain line is one event.
+        firsts: dict[int, int] = {}
+        counts: dict[int, int] = {}
+        events: dict[int, SessionEvent] = {}
+        packed_rows = self.packed_rows
+        packed: list[int] = []
+        light: list[int] = []
+        for i in odd:
+            head = heads[i]
+            kind = head.type
+            if packed_rows and head.seq0 is not None and kind in _PACKED_STR:
+                packed.append(i)
+            elif head.seq is None:
+                return False
+            elif kind in _LIGHT_TYPES:
+                light.append(i)
+            elif kind in _STRUCTURAL_STR:
+                event = _structural_event(lines[i], kind, head.seq, packed_rows)
+                if event is None:
+                    return False
+                events[i] = event
+            else:
+                firsts[i] = head.seq  # a plain event after all (a packed tag, rows not packed)
+        if packed and not _packed_runs(packed, heads, lines, firsts, counts):
+            return False
+        if light and not _light_events(light, heads, lines, events, packed_rows):
+            return False
+        for i, event in events.items():
+            firsts[i] = event.seq
+        structural = [i for i in odd if i in events]  # in file order, as they are fed
+        # Every seq follows the one before it (else `_consume_lines` names the break).
+        total = n + sum(counts.values()) - len(counts)
+        first = firsts[0] if 0 in firsts else seqs[0]
+        if first is None:
+            return False
+        if counts:
+            expected = first
+            prev = 0
+            for i in odd:  # the plain runs between odd lines, then the odd line itself
+                run = seqs[prev:i]
+                if run and run != list(range(expected, expected + len(run))):
+                    return False
+                expected += len(run)
+                if firsts[i] != expected:
+                    return False
+                expected += counts.get(i, 1)
+                prev = i + 1
+            run = seqs[prev:]
+            if run and run != list(range(expected, expected + len(run))):
+                return False
+        elif seqs != list(range(first, first + n)):
+            return False
+        count = self.event_count
+        if first == count and self.contiguous == count:
+            self.contiguous = count + total
+        elif self.last_seq is None or first != self.last_seq + 1:
+            return False
+        # Checked: from here on the batch is taken.
+        self.event_count = count + total
+        self.last_seq = first + total - 1
+        raw = frames is None
+        builder = self.builder
+        for i in structural:
+            event = events[i]
+            if event.type == TURN_END:
+                self._check_turn_end(event, self._line_no(i, frames))
+            builder.feed_one(event)
+            if self.marker_cut and formats.is_inherited_marker(event.type, event.data):
+                self._inherited_marker(event.seq)
+        if odd:
+            last = odd[-1]
+            self._first_seq = firsts[last]
+            self._ended = last in events and events[last].type == TURN_END
+        # Anchors as `_consume_lines` sets them: at each turn/start and turn/end line,
+        # and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last.
+        turn_lines = [i for i in structural if types[i] in _TURN_TYPES_STR]
+        starts = self._line_starts(lines)
+        if not raw:
+            for i in turn_lines:
+                self._first_seq = firsts[i]
+                self._anchor_line(base, starts[i], frames, i)
+            if odd:
+                self._first_seq = firsts[odd[-1]]
+            return True
+        next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
+        lo = 0
+        for stop in (*turn_lines, n):
+            while True:
+                k = bisect.bisect_left(starts, next_anchor - base, lo, stop)
+                if k >= stop:
+                    break
+                self._anchor(firsts.get(k, seqs[k]), base + starts[k], 0)
+                next_anchor = base + starts[k] + ANCHOR_SPACING
+                lo = k + 1
+            if stop == n:
+                break
+            self._anchor(firsts[stop], base + starts[stop], 0)
+            next_anchor = base + starts[stop] + ANCHOR_SPACING
+            lo = stop + 1
+            if types[stop] == TURN_END and lines[stop].startswith(TURN_END_LINE):
+                self.end_offsets[firsts[stop]] = base + starts[stop + 1]
+        return True
 
     def _line_starts(self, lines: list[bytes]) -> list[int]:
         """Block offset of each line's start, and the block's length last."""
@@ -1405,7 +1702,7 @@ class IndexedSession:
     def timeline_builder(self) -> TimelineBuilder:
         """A `TimelineBuilder` in the state the whole log left it in: feed it appended
         events to extend the timeline, without re-reading the log."""
-        return copy.deepcopy(self._builder) if self._builder is not None else TimelineBuilder()
+        return self._builder.copy() if self._builder is not None else TimelineBuilder()
 
     def events_between(
         self, first_seq: int, last_seq: int | None, *, bounded: bool = False

@@ -155,6 +155,18 @@ class _TurnBuilder:
         self.assistant = ""
         self.counted = False  # `number` came from counting the turns before it
 
+    def copy(self) -> _TurnBuilder:
+        twin = _TurnBuilder(self.number, self.first_seq)
+        twin.start_seq = self.start_seq
+        twin.started = self.started
+        twin.steps = self.steps
+        twin.tools = list(self.tools)
+        twin.user = self.user
+        twin.inbox_user = self.inbox_user
+        twin.assistant = self.assistant
+        twin.counted = self.counted
+        return twin
+
     def finish(self, end: SessionEvent | None, reason: str, detail: str | None) -> Turn:
         return Turn(
             number=self.number,
@@ -198,6 +210,10 @@ class TimelineBuilder:
             if event.type in TIMELINE_TYPES:
                 self._feed_one(event)
         return self
+
+    def feed_one(self, event: SessionEvent) -> None:
+        """Consume one event of a `TIMELINE_TYPES` type (the next in seq order)."""
+        self._feed_one(event)
 
     def _feed_one(self, event: SessionEvent) -> None:
         etype = event.type
@@ -269,6 +285,21 @@ class TimelineBuilder:
                     if _is_user_input(message):
                         current.inbox_user = message_text(message)
                         break
+
+    def copy(self) -> TimelineBuilder:
+        """An independent copy: feeding either leaves the other as it was. The finished
+        turns are frozen, so only the lists that hold them and the open turn are copied
+        (a deep copy of a long log's builder took a twentieth of a second)."""
+        twin = TimelineBuilder(self.seed_length)
+        twin._turns = list(self._turns)
+        twin._title = self._title
+        twin._first_user = self._first_user
+        twin._end_seed = self._end_seed
+        twin._turn_ends = list(self._turn_ends)
+        twin._current = self._current.copy() if self._current is not None else None
+        twin._lead_in = self._lead_in
+        twin._counted = self._counted
+        return twin
 
     def starting_at(self, lead_in: int) -> TimelineBuilder:
         """A fresh builder (same seed length) for the events from seq `lead_in` on,

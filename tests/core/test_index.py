@@ -195,6 +195,40 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.CORRUPT},
     ),
+    # What the bulk path (`_consume_bulk`: one msgspec call for a batch) must refuse
+    # or read exactly as the full reader does.
+    "two records on one line and one over two lines": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + _line(event(4, "request/context", turn=2))[:-1]
+        + _line(event(5, "request/context", turn=2))
+        + b'{"type":"request/context","seq":6,"time":1,"data":\n{"turn":2}}\n'
+        + b"".join(_line(r) for r in turn_records(7, 3)),
+        {ProblemKind.CORRUPT},
+    ),
+    "one record over two lines that end and start with braces": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"tool/call","seq":4,"time":1,"data":{"args":[{"a":1}\n'
+        + b'{"b":2}],"name":"x"}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
+    "timeline fields past 64 bits and past a double": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"step/start","seq":4,"time":18446744073709551616,'
+        + b'"data":{"turn":18446744073709551616}}\n'
+        + b'{"type":"tool/call","seq":5,"time":1,"data":"not an object"}\n'
+        + b'{"type":"assistant/message","seq":6,"time":1e400,"data":{"message":'
+        + b'{"role":"assistant","content":[{"type":"text","text":"hi"}]},"stream":[1e999]}}\n'
+        + b'{"type":"tool/call","seq":7,"time":2,"data":{"name":"x","turn":-9223372036854775809}}\n'
+        + _line(event(8, "turn/end", reason={"kind": "completed"}))  # (no number)
+        + b"".join(_line(r) for r in turn_records(9, 3)),
+        set(),
+    ),
+    "a packed row whose members and deltas disagree, inside a clean batch": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1), _packed(4, 4, dt=1)])
+        + b"".join(_line(r) for r in turn_records(8, 2)),
+        {ProblemKind.BAD_PACKED_ROW},
+    ),
     "header only, no newline": (
         b'{"type":"session","version":0,"delegationDepth":0,"id":"x"',
         {ProblemKind.TORN_TAIL},

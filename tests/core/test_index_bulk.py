@@ -1,0 +1,101 @@
+"""The index's bulk path (`_Indexer._consume_bulk`: a batch validated in one msgspec
+call, its seqs checked at once, only structural lines decoded one by one) takes the
+clean batches and refuses every other one, which the line-by-line path then reads.
+That both give exactly what a full read gives is `test_index.py`'s (its bad cases run
+through both); this checks that the fast path is really the one taken, so a change
+that quietly sends every batch down the slow path is caught too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from turnline.core import index
+from turnline.core.index import index_log
+from turnline.core.timeline import TimelineBuilder
+
+from ..conftest import fixture_logs
+from .disk_logs import as_events, turn_records
+from .test_index import BAD_CASES, _line, _packed, assert_same, full_read
+
+HEADER_V0 = BAD_CASES["seq gap"][0].split(b"\n", 1)[0] + b"\n"
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What `_consume_bulk` answered for each batch, in order."""
+    answers: list[bool] = []
+    bulk = index._Indexer._consume_bulk
+
+    def spy(self: index._Indexer, *args: object) -> bool:
+        answer = bulk(self, *args)  # type: ignore[arg-type]
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(index._Indexer, "_consume_bulk", spy)
+    return answers
+
+
+def _clean_log(tmp_path: Path, turns: int) -> Path:
+    records: list[dict[str, object]] = []
+    for k in range(turns):
+        records += turn_records(len(records), k + 1)
+    records.insert(6, _packed(6, 5))  # packed rows are counted in bulk too
+    for r in records[7:]:
+        r["seq"] = int(str(r["seq"])) + 5
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(HEADER_V0 + b"".join(_line(r) for r in records))
+    return log
+
+
+def test_clean_batches_are_taken_in_bulk(tmp_path: Path, taken: list[bool]) -> None:
+    log = _clean_log(tmp_path, 200)
+    ix = index_log(log, block_size=4096)
+    assert len(taken) > 10 and all(taken)
+    assert_same(ix, full_read(log))
+    assert ix.problems == ()
+
+
+@pytest.mark.parametrize(
+    ("case", "bulk"),
+    [
+        ("two records on one line and one over two lines", False),
+        ("one record over two lines that end and start with braces", False),
+        ("blank lines and another key order", False),
+        ("seq gap", False),
+        ("a packed row whose members and deltas disagree, inside a clean batch", False),
+        # Read in bulk: the odd numbers and the data that is not an object are
+        # decoded whole (as the full reader does) for those lines alone.
+        ("timeline fields past 64 bits and past a double", True),
+        ("packed row in another key order", True),
+    ],
+)
+def test_odd_batches_are_refused_or_read_exactly(
+    tmp_path: Path, taken: list[bool], case: str, bulk: bool
+) -> None:
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(BAD_CASES[case][0])
+    ix = index_log(log, block_size=1 << 20)  # the whole log is one batch
+    assert taken == [bulk]
+    assert_same(ix, full_read(log))
+
+
+def test_most_real_fixture_batches_are_taken_in_bulk(taken: list[bool]) -> None:
+    for path in fixture_logs():
+        assert_same(index_log(path, block_size=1 << 14), full_read(path))
+    # The fixtures' warts (blank lines, gaps, torn tails) send some batches down the
+    # line-by-line path; the clean majority must not.
+    assert taken.count(True) > 0.8 * len(taken)
+
+
+def test_a_builder_copy_is_independent_and_equal() -> None:
+    records: list[dict[str, object]] = []
+    for k in range(4):
+        records += turn_records(len(records), k + 1)
+    events = as_events(records)
+    builder = TimelineBuilder().feed(events[:10])  # turn 3 open
+    twin = builder.copy()
+    assert twin.snapshot() == builder.snapshot()
+    twin.feed(events[10:])
+    assert builder.snapshot() == TimelineBuilder().feed(events[:10]).snapshot()
+    assert twin.snapshot() == TimelineBuilder().feed(events).snapshot()
