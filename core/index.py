@@ -19,10 +19,12 @@ index (after toolong's newline index, built in timed batches and read with `os.p
   and any line the pattern does not match (a blank line, another key order, a
   truncated or garbage line, a non-integer seq);
 - reads a clean batch in bulk (`_Indexer._consume_bulk`): msgspec validates all of
-  its lines in one call (`decode_lines`, in C), their seqs are checked at once, its
-  packed rows are counted in one more call, and its structural lines decode only the
-  fields the timeline reads (a V2+ `assistant/message` holds its whole stream, which
-  is validated, not built). Any batch that is not clean (a blank line, a seq break,
+  its lines in one call (`decode_lines`, in C) into a Struct per record kind (a
+  tagged union: a plain event keeps only its seq, a packed row its member counts, a
+  structural line only the fields the timeline reads; a V2+ `assistant/message`
+  holds its whole stream, which is validated, not built), and their seqs are
+  checked at once. A batch holding a type the union does not name takes three calls
+  (the heads, then its packed rows, then its structural lines). Any batch that is not clean (a blank line, a seq break,
   a line that is not one record) is read line by line instead, which names exactly
   what is wrong, so both paths give the same result;
 - keeps every seq check of `LogReader` (contiguity, gaps, duplicates, the first seq),
@@ -51,7 +53,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Final, overload
+from typing import Any, Final, Union, overload
 
 import msgspec
 import orjson
@@ -111,6 +113,7 @@ _TURN_TYPES_STR: Final = frozenset(("turn/start", "turn/end"))
 _TYPE: Final = attrgetter("type")
 _SEQ: Final = attrgetter("seq")
 _PLUS_ONE: Final = (1).__add__
+_NO_TAGS: Final = frozenset[str]()
 _FIRST_BYTE: Final = itemgetter(0)
 _LAST_BYTE: Final = itemgetter(-1)
 _OPEN: Final = {ord("{")}
@@ -153,25 +156,55 @@ class _LightRecord(msgspec.Struct, gc=False):
 
 _decode_light: Final = msgspec.json.Decoder(_LightRecord).decode
 _decode_light_lines: Final = msgspec.json.Decoder(_LightRecord).decode_lines
+_fields_of: Final = msgspec.structs.astuple
 #: The structural types that are many, and large, in a big log.
 _LIGHT_TYPES: Final = frozenset(("step/start", "tool/call", "assistant/message"))
 _LIGHT_FIELDS: Final = _LightData.__struct_fields__
+_UNSET: Final = msgspec.UNSET
 #: Integers orjson (hence `records.loads`) keeps as integers; others become floats.
 _ORJSON_INTS: Final = range(-(1 << 63), 1 << 64)
 
+#: A structural line decoded: the fields `TimelineBuilder.feed_fields` takes (type,
+#: seq, time, data), or the whole event where a check reads more of it.
+_Structural = tuple[str, int, int | float, Any] | SessionEvent
 
-def _structural_event(line: bytes, kind: str, seq: int, packed_rows: bool) -> SessionEvent | None:
-    """The event of one structural line whose head decoded (type `kind`, integer
-    `seq`), as `expand_record(loads(line))` gives it for the timeline: equal type,
-    seq and time, and data holding every key `TimelineBuilder` reads with its value.
-    None if the line does not decode after all (the caller then reads it alone)."""
+
+def _type_of(item: _Structural) -> str:
+    return item.type if isinstance(item, SessionEvent) else item[0]
+
+
+def _light_fields(kind: str, light: Any) -> tuple[str, int, int | float, Any] | None:
+    """What `expand_record(loads(line))` gives the timeline of a light record's line:
+    its type, seq, time and a data dict holding every key the timeline reads; None
+    where orjson would read a number of those differently (past 64 bits). `light`
+    is a `_LightRecord` or a `_LightKind` of type `kind`."""
+    time = light.time
+    if type(time) is int:
+        if time not in _ORJSON_INTS:
+            return None
+    elif type(time) is not float:
+        time = 0  # as `expand_record` takes a time that is not a number
+    data: Any = light.data
+    if data is not None:
+        values = zip(_LIGHT_FIELDS, _fields_of(data), strict=True)
+        data = {k: v for k, v in values if v is not _UNSET}
+        turn = data.get("turn")
+        if type(turn) is int and turn not in _ORJSON_INTS:
+            return None
+    return kind, light.seq, time, data
+
+
+def _structural(line: bytes, kind: str, packed_rows: bool) -> _Structural | None:
+    """One structural line whose head decoded (type `kind`, an integer seq): its light
+    fields (`_LIGHT_TYPES`), else its event as the full reader decodes it; None if
+    it does not decode after all (then the batch is read line by line)."""
     if kind in _LIGHT_TYPES:
         try:
-            event = _light_event(_decode_light(line))
+            fields = _light_fields(kind, _decode_light(line))
         except msgspec.DecodeError:
-            event = None  # e.g. data that is not an object: decoded whole below
-        if event is not None:
-            return event
+            fields = None  # e.g. data that is not an object: decoded whole below
+        if fields is not None:
+            return fields
     try:
         events = expand_record(loads(line), packed_rows=packed_rows)
     except (orjson.JSONDecodeError, RecordError):
@@ -179,48 +212,34 @@ def _structural_event(line: bytes, kind: str, seq: int, packed_rows: bool) -> Se
     return events[0] if len(events) == 1 else None
 
 
-def _light_events(
+def _light_batch(
     light: list[int],
-    heads: list[RecordHead],
     lines: list[bytes],
-    events: dict[int, SessionEvent],
-    packed_rows: bool,
+    decoded: dict[int, _Structural],
+    kind_of: list[str],
+    records: list[Any] | None,
 ) -> bool:
-    """Decode the `_LIGHT_TYPES` lines `light` (indices into `lines`, each a whole
-    JSON object) into `events`, in one msgspec call when every one decodes so;
-    False if one does not decode at all."""
-    try:
-        records = _decode_light_lines(b"\n".join([lines[i] for i in light]))
-    except msgspec.DecodeError:
-        records = None
+    """Decode the `_LIGHT_TYPES` lines `light` (indices into `lines`, each one JSON
+    object) into `decoded`: from `records` (the batch's `_LightKind`s) if given, else
+    in one msgspec call when every one decodes so; False if one does not decode."""
+    if records is not None:
+        light_records: list[Any] | None = [records[i] for i in light]
+    else:
+        try:
+            light_records = _decode_light_lines(b"\n".join([lines[i] for i in light]))
+        except msgspec.DecodeError:
+            light_records = None
     for k, i in enumerate(light):
-        event = None if records is None else _light_event(records[k])
-        if event is None:
-            event = _structural_event(lines[i], heads[i].type, heads[i].seq or 0, packed_rows)
-            if event is None:
+        kind = kind_of[i]
+        item: _Structural | None = None
+        if light_records is not None:
+            item = _light_fields(kind, light_records[k])
+        if item is None:
+            item = _structural(lines[i], kind, packed_rows=True)  # (not a packed tag)
+            if item is None:
                 return False
-        events[i] = event
+        decoded[i] = item
     return True
-
-
-def _light_event(light: _LightRecord) -> SessionEvent | None:
-    """The event of a decoded light record, None when orjson would read a number of
-    it differently (then the line is decoded whole)."""
-    if not _orjson_number(light.time):
-        return None
-    data: Any = None
-    if light.data is not None:
-        data = {}
-        for key in _LIGHT_FIELDS:
-            value = getattr(light.data, key)
-            if value is not msgspec.UNSET:
-                data[key] = value
-        if not _orjson_number(data.get("turn")):
-            return None
-    time = light.time
-    if not isinstance(time, int | float) or isinstance(time, bool):
-        time = 0
-    return SessionEvent(light.type, light.seq, time, data)
 
 
 class _PackedMembers(msgspec.Struct, gc=False):
@@ -237,33 +256,111 @@ class _PackedRow(msgspec.Struct, gc=False):
 _decode_packed_lines: Final = msgspec.json.Decoder(_PackedRow).decode_lines
 
 
-def _packed_runs(
-    packed: list[int],
-    heads: list[RecordHead],
-    lines: list[bytes],
-    firsts: dict[int, int],
-    counts: dict[int, int],
-) -> bool:
-    """First seq and member count of each packed row line in `packed`, checked as
-    `records.packed_members` checks one (in one msgspec call); False if a row is not
-    one that check takes (the batch is then read line by line)."""
-    try:
-        rows = _decode_packed_lines(b"\n".join([lines[i] for i in packed]))
-    except msgspec.DecodeError:
-        return False
+def _packed_rows(
+    packed: list[int], kind_of: list[str], lines: list[bytes], records: list[Any] | None
+) -> list[tuple[int, int]] | None:
+    """(seq0, member count) of each packed row line in `packed`, checked as
+    `records.packed_members` checks one: from `records` (the batch's `_PackedKind`s)
+    if given, else in one msgspec call; None if a row is not one that check takes
+    (then the batch is read line by line)."""
+    if records is not None:
+        rows: list[Any] = [records[i] for i in packed]
+    else:
+        try:
+            rows = _decode_packed_lines(b"\n".join([lines[i] for i in packed]))
+        except msgspec.DecodeError:
+            return None
+    out: list[tuple[int, int]] = []
     for i, row in zip(packed, rows, strict=True):
         data = row.data
-        members = data.args if PACKED_TAGS[heads[i].type][1] == "args" else data.texts
+        if data is None or row.seq0 is None:
+            return None
+        members = data.args if PACKED_TAGS[kind_of[i]][1] == "args" else data.texts
         if not members or len(data.dt) != len(members) - 1:
-            return False
-        firsts[i] = row.seq0
-        counts[i] = len(members)
-    return True
+            return None
+        out.append((row.seq0, len(members)))
+    return out
 
 
-def _orjson_number(value: Any) -> bool:
-    """False for an integer orjson would have read as a float (past 64 bits)."""
-    return type(value) is not int or value in _ORJSON_INTS
+# -- a batch in one msgspec call: a Struct per record kind ------------------------------
+
+#: Record types read in one call with the structural ones (`_decode_batch`): a batch
+#: holding any other type is decoded in three calls instead (same result). dsh's
+#: common types, V0 to V5.
+_PLAIN_TYPES: Final = (
+    "assistant/chunk",
+    "step/end",
+    "request/context",
+    "request/header",
+    "tool/result",
+    "assistant/attempt",
+    "system/message",
+    "developer/message",
+    "sandbox/mode",
+    "approval/policy",
+    "approval/asked",
+    "approval/decided",
+    "permission/preset",
+    "hook/invoked",
+    "hook/result",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "command/run",
+    "command/done",
+    "todo/write",
+    "llm/retry",
+    "llm/retry-started",
+    "compaction/start",
+    "compaction/summary",
+    "compaction/end",
+    "image/offload",
+    "subagent/descriptor",
+    "subagent/catalog",
+)
+
+
+class _Record(msgspec.Struct, tag_field="type", gc=False):
+    """Any record of the batch union: its tag is its type."""
+
+    seq: int | None = None
+
+
+class _LightKind(_Record, tag_field="type", gc=False):
+    time: Any = 0
+    data: _LightData | None = None
+
+
+class _PackedKind(_Record, tag_field="type", gc=False):
+    seq0: int | None = None
+    data: _PackedMembers | None = None
+
+
+def _kinds(base: type[_Record], names: Iterable[str]) -> list[type[msgspec.Struct]]:
+    """A subclass of `base` tagged with each type of `names`."""
+    return [
+        msgspec.defstruct(f"_{base.__name__}{k}", [], bases=(base,), tag=name, gc=False)
+        for k, name in enumerate(names)
+    ]
+
+
+_STRUCTURAL_KINDS: Final = _kinds(_LightKind, sorted(_LIGHT_TYPES)) + _kinds(
+    _Record, sorted(set(TIMELINE_TYPES) - _LIGHT_TYPES)
+)
+_PACKED_KINDS: Final = _kinds(_PackedKind, sorted(PACKED_TAGS))
+_PLAIN_KINDS: Final = _kinds(_Record, _PLAIN_TYPES)
+_UNPACKED_KINDS: Final = _kinds(_Record, sorted(PACKED_TAGS))
+#: Decodes a batch of V0/V1 lines (packed rows) / V2+ lines, a Struct per record kind.
+_decode_packed_batch: Final = msgspec.json.Decoder(
+    Union[tuple(_STRUCTURAL_KINDS + _PACKED_KINDS + _PLAIN_KINDS)]  # noqa: UP007
+).decode_lines
+_decode_event_batch: Final = msgspec.json.Decoder(
+    Union[tuple(_STRUCTURAL_KINDS + _UNPACKED_KINDS + _PLAIN_KINDS)]  # noqa: UP007
+).decode_lines
+#: The type of each record class of the unions.
+_TYPE_OF_KIND: Final[dict[type[msgspec.Struct], str]] = {
+    kind: str(kind.__struct_config__.tag)
+    for kind in _STRUCTURAL_KINDS + _PACKED_KINDS + _PLAIN_KINDS + _UNPACKED_KINDS
+}
 
 
 class IndexCancelled(Exception):
@@ -482,69 +579,70 @@ class _Indexer:
                 return False
         except IndexError:  # a blank line
             return False
+        # A Struct per record kind, in one call; a batch with a type the union does not
+        # name is decoded in three (the heads, then its packed rows and light lines).
+        records: list[Any] | None
         try:
-            heads = _decode_head_lines(block)
-        except HeadError:
-            return False
+            records = (_decode_packed_batch if self.packed_rows else _decode_event_batch)(block)
+        except msgspec.DecodeError:
+            records = None
+        heads: list[Any]
+        types: list[str]
+        if records is not None:
+            heads = records
+            types = list(map(_TYPE_OF_KIND.__getitem__, map(type, records)))
+        else:
+            try:
+                heads = _decode_head_lines(block)
+            except HeadError:
+                return False
+            types = list(map(_TYPE, heads))
         if len(heads) != n:
             return False
-        types = list(map(_TYPE, heads))
         seqs = list(map(_SEQ, heads))
         odd = [
             i for i, t, q in zip(range(n), types, seqs, strict=True) if q is None or t in _SPECIAL
         ]
-        # The first seq and event count of each odd line; a plain line is one event.
-        firsts: dict[int, int] = {}
-        counts: dict[int, int] = {}
-        events: dict[int, SessionEvent] = {}
-        packed_rows = self.packed_rows
-        packed: list[int] = []
-        light: list[int] = []
-        for i in odd:
-            head = heads[i]
-            kind = head.type
-            if packed_rows and head.seq0 is not None and kind in _PACKED_STR:
-                packed.append(i)
-            elif head.seq is None:
-                return False
-            elif kind in _LIGHT_TYPES:
-                light.append(i)
-            elif kind in _STRUCTURAL_STR:
-                event = _structural_event(lines[i], kind, head.seq, packed_rows)
-                if event is None:
+        tags = _PACKED_STR if self.packed_rows else _NO_TAGS
+        packed = [i for i in odd if types[i] in tags and heads[i].seq0 is not None]
+        rest = odd
+        if packed:
+            skip = set(packed)
+            rest = [i for i in odd if i not in skip]
+        if any(seqs[i] is None for i in rest):
+            return False
+        # The other odd lines are structural, or plain after all (a packed tag in a
+        # version whose rows are not packed).
+        structural = [i for i in rest if types[i] in _STRUCTURAL_STR]
+        decoded: dict[int, _Structural] = {}
+        light = [i for i in structural if types[i] in _LIGHT_TYPES]
+        if light and not _light_batch(light, lines, decoded, types, records):
+            return False
+        for i in structural:
+            if i not in decoded:
+                item = _structural(lines[i], types[i], self.packed_rows)
+                if item is None:
                     return False
-                events[i] = event
-            else:
-                firsts[i] = head.seq  # a plain event after all (a packed tag, rows not packed)
-        if packed and not _packed_runs(packed, heads, lines, firsts, counts):
-            return False
-        if light and not _light_events(light, heads, lines, events, packed_rows):
-            return False
-        for i, event in events.items():
-            firsts[i] = event.seq
-        structural = [i for i in odd if i in events]  # in file order, as they are fed
+                decoded[i] = item
         # Every seq follows the one before it (else `_consume_lines` names the break).
-        total = n + sum(counts.values()) - len(counts)
-        first = firsts[0] if 0 in firsts else seqs[0]
-        if first is None:
-            return False
-        if counts:
-            expected = first
-            prev = 0
-            for i in odd:  # the plain runs between odd lines, then the odd line itself
-                run = seqs[prev:i]
-                if run and run != list(range(expected, expected + len(run))):
-                    return False
-                expected += len(run)
-                if firsts[i] != expected:
-                    return False
-                expected += counts.get(i, 1)
-                prev = i + 1
-            run = seqs[prev:]
-            if run and run != list(range(expected, expected + len(run))):
+        firsts: list[int] = seqs  # (no None left in it)
+        total = n
+        if packed:
+            rows = _packed_rows(packed, types, lines, records)
+            if rows is None:
                 return False
-        elif seqs != list(range(first, first + n)):
+            firsts = list(firsts)
+            sizes = [1] * n
+            for i, (seq0, size) in zip(packed, rows, strict=True):
+                firsts[i] = seq0
+                sizes[i] = size
+            total = sum(sizes)
+            sizes.pop()
+            if firsts != list(accumulate(sizes, initial=firsts[0])):
+                return False
+        elif firsts != list(range(firsts[0], firsts[0] + n)):
             return False
+        first = firsts[0]
         count = self.event_count
         if first == count and self.contiguous == count:
             self.contiguous = count + total
@@ -553,30 +651,55 @@ class _Indexer:
         # Checked: from here on the batch is taken.
         self.event_count = count + total
         self.last_seq = first + total - 1
-        raw = frames is None
-        builder = self.builder
-        for i in structural:
-            event = events[i]
-            if event.type == TURN_END:
-                self._check_turn_end(event, self._line_no(i, frames))
-            builder.feed_one(event)
-            if self.marker_cut and formats.is_inherited_marker(event.type, event.data):
-                self._inherited_marker(event.seq)
+        self._feed(structural, decoded, frames)
         if odd:
             last = odd[-1]
+            item = decoded.get(last)
             self._first_seq = firsts[last]
-            self._ended = last in events and events[last].type == TURN_END
-        # Anchors as `_consume_lines` sets them: at each turn/start and turn/end line,
-        # and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last.
+            self._ended = item is not None and _type_of(item) == TURN_END
+        self._bulk_anchors(structural, types, firsts, lines, base, frames)
+        return True
+
+    def _feed(
+        self, structural: list[int], decoded: dict[int, _Structural], frames: list[_Frame] | None
+    ) -> None:
+        """Feed a bulk batch's structural lines to the timeline, in file order, with
+        the checks `_decoded` makes of a `turn/end` and of an inherited seed marker."""
+        feed = self.builder.feed_fields
+        for i in structural:
+            item = decoded[i]
+            if type(item) is tuple:
+                feed(*item)
+                continue
+            assert isinstance(item, SessionEvent)
+            if item.type == TURN_END:
+                self._check_turn_end(item, self._line_no(i, frames))
+            self.builder.feed_one(item)
+            if self.marker_cut and formats.is_inherited_marker(item.type, item.data):
+                self._inherited_marker(item.seq)
+
+    def _bulk_anchors(
+        self,
+        structural: list[int],
+        types: list[str],
+        firsts: list[int],
+        lines: list[bytes],
+        base: int,
+        frames: list[_Frame] | None,
+    ) -> None:
+        """Anchors as `_consume_lines` sets them: at each turn/start and turn/end line,
+        and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last;
+        the offset past each `turn/end` line of a raw log."""
         turn_lines = [i for i in structural if types[i] in _TURN_TYPES_STR]
         starts = self._line_starts(lines)
-        if not raw:
+        if frames is not None:
+            last = self._first_seq
             for i in turn_lines:
                 self._first_seq = firsts[i]
                 self._anchor_line(base, starts[i], frames, i)
-            if odd:
-                self._first_seq = firsts[odd[-1]]
-            return True
+            self._first_seq = last
+            return
+        n = len(lines)
         next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
         lo = 0
         for stop in (*turn_lines, n):
@@ -584,7 +707,7 @@ class _Indexer:
                 k = bisect.bisect_left(starts, next_anchor - base, lo, stop)
                 if k >= stop:
                     break
-                self._anchor(firsts.get(k, seqs[k]), base + starts[k], 0)
+                self._anchor(firsts[k], base + starts[k], 0)
                 next_anchor = base + starts[k] + ANCHOR_SPACING
                 lo = k + 1
             if stop == n:
@@ -594,7 +717,6 @@ class _Indexer:
             lo = stop + 1
             if types[stop] == TURN_END and lines[stop].startswith(TURN_END_LINE):
                 self.end_offsets[firsts[stop]] = base + starts[stop + 1]
-        return True
 
     def _line_starts(self, lines: list[bytes]) -> list[int]:
         """Block offset of each line's start, and the block's length last."""

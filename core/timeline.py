@@ -167,20 +167,21 @@ class _TurnBuilder:
         twin.counted = self.counted
         return twin
 
-    def finish(self, end: SessionEvent | None, reason: str, detail: str | None) -> Turn:
+    def finish(self, end: tuple[int, int | float] | None, reason: str, detail: str | None) -> Turn:
+        """The finished turn; `end` is its `turn/end`'s (seq, time), None if open."""
         return Turn(
             number=self.number,
             first_seq=self.first_seq,
             start_seq=self.start_seq,
-            end_seq=end.seq if end is not None else None,
+            end_seq=end[0] if end is not None else None,
             reason=reason,
             detail=detail,
             steps=self.steps,
             tools=tuple(self.tools),
             user=(self.user or self.inbox_user)[:EXCERPT],
             assistant=self.assistant[:EXCERPT],
-            started=self.started if self.started is not None else (end.time if end else None),
-            ended=end.time if end is not None else None,
+            started=self.started if self.started is not None else (end[1] if end else None),
+            ended=end[1] if end is not None else None,
         )
 
 
@@ -208,23 +209,24 @@ class TimelineBuilder:
         """Consume events in seq order; never raises on odd event shapes."""
         for event in events:
             if event.type in TIMELINE_TYPES:
-                self._feed_one(event)
+                self.feed_fields(event.type, event.seq, event.time, event.data)
         return self
 
     def feed_one(self, event: SessionEvent) -> None:
         """Consume one event of a `TIMELINE_TYPES` type (the next in seq order)."""
-        self._feed_one(event)
+        self.feed_fields(event.type, event.seq, event.time, event.data)
 
-    def _feed_one(self, event: SessionEvent) -> None:
-        etype = event.type
-        data = event.data if isinstance(event.data, dict) else {}
+    def feed_fields(self, etype: str, seq: int, time: int | float, data: Any) -> None:
+        """`feed_one` for an event given by its fields (a reader that decodes only
+        what the timeline reads need not build the event)."""
+        data = data if isinstance(data, dict) else {}
         current = self._current
         if etype == TURN_START:
             if current is not None and current.start_seq is not None:
                 # A turn/start without a turn/end before it: the earlier turn never closed.
                 self._counted |= current.counted
                 self._turns.append(current.finish(None, "open", "no turn/end before the next turn"))
-                self._lead_in = event.seq
+                self._lead_in = seq
                 current = None
             number = data.get("turn")
             if current is None:
@@ -233,8 +235,8 @@ class TimelineBuilder:
             elif _is_number(number):
                 current.number = _turn_number(number, current.number)
                 current.counted = False
-            current.start_seq = event.seq
-            current.started = event.time
+            current.start_seq = seq
+            current.started = time
             self._current = current
             return
         if etype == "session/title":
@@ -244,9 +246,9 @@ class TimelineBuilder:
             return
         if etype == "session/end-seed":
             # The end of the inherited part: no turn's event, not the child's own work.
-            self._end_seed = event.seq
+            self._end_seed = seq
             if current is None:
-                self._lead_in = event.seq + 1
+                self._lead_in = seq + 1
             return
         if current is None:
             current = _TurnBuilder(
@@ -260,10 +262,10 @@ class TimelineBuilder:
                 current.number = data["turn"]
                 current.counted = False
             self._counted |= current.counted
-            self._turns.append(current.finish(event, reason, detail))
-            self._turn_ends.append(event.seq)
+            self._turns.append(current.finish((seq, time), reason, detail))
+            self._turn_ends.append(seq)
             self._current = None
-            self._lead_in = event.seq + 1
+            self._lead_in = seq + 1
         elif etype == "step/start":
             current.steps += 1
         elif etype == "tool/call":

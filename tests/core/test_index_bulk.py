@@ -99,3 +99,30 @@ def test_a_builder_copy_is_independent_and_equal() -> None:
     twin.feed(events[10:])
     assert builder.snapshot() == TimelineBuilder().feed(events[:10]).snapshot()
     assert twin.snapshot() == TimelineBuilder().feed(events).snapshot()
+
+
+@pytest.mark.parametrize("unknown", [False, True])
+def test_a_type_the_union_does_not_name_is_still_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[bool], unknown: bool
+) -> None:
+    """A batch is decoded in one call, a Struct per record kind; one holding a type
+    that union does not name is decoded in three calls instead, still in bulk."""
+    heads_decoded: list[int] = []
+    decode = index._decode_head_lines
+
+    def spy(block: bytes) -> list[object]:
+        heads_decoded.append(len(block))
+        return decode(block)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(index, "_decode_head_lines", spy)
+    records = [*turn_records(0, 1), *turn_records(4, 2)]
+    records.insert(2, {"type": "x/newer-kind" if unknown else "step/end", "seq": 2, "data": {}})
+    for r in records[3:]:
+        r["seq"] = int(str(r["seq"])) + 1
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(HEADER_V0 + b"".join(_line(r) for r in records))
+    ix = index_log(log, block_size=1 << 20)
+    assert taken == [True]
+    assert bool(heads_decoded) is unknown
+    assert_same(ix, full_read(log))
+    assert ix.event_count == 9
