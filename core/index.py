@@ -24,9 +24,10 @@ index (after toolong's newline index, built in timed batches and read with `os.p
   structural line only the fields the timeline reads; a V2+ `assistant/message`
   holds its whole stream, which is validated, not built), and their seqs are
   checked at once. A batch holding a type the union does not name takes three calls
-  (the heads, then its packed rows, then its structural lines). Any batch that is not clean (a blank line, a seq break,
-  a line that is not one record) is read line by line instead, which names exactly
-  what is wrong, so both paths give the same result;
+  (the heads, then its packed rows, then its structural lines). Any batch that is
+  not clean (a blank line, a seq break, a line that is not one record) is read line
+  by line instead, which names exactly what is wrong, so both paths give the same
+  result;
 - keeps every seq check of `LogReader` (contiguity, gaps, duplicates, the first seq),
   the `turn/end` reason check, and its torn-tail-versus-corruption rule, with the same
   problem messages and line numbers;
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -349,13 +351,18 @@ _STRUCTURAL_KINDS: Final = _kinds(_LightKind, sorted(_LIGHT_TYPES)) + _kinds(
 _PACKED_KINDS: Final = _kinds(_PackedKind, sorted(PACKED_TAGS))
 _PLAIN_KINDS: Final = _kinds(_Record, _PLAIN_TYPES)
 _UNPACKED_KINDS: Final = _kinds(_Record, sorted(PACKED_TAGS))
-#: Decodes a batch of V0/V1 lines (packed rows) / V2+ lines, a Struct per record kind.
-_decode_packed_batch: Final = msgspec.json.Decoder(
-    Union[tuple(_STRUCTURAL_KINDS + _PACKED_KINDS + _PLAIN_KINDS)]  # noqa: UP007
-).decode_lines
-_decode_event_batch: Final = msgspec.json.Decoder(
-    Union[tuple(_STRUCTURAL_KINDS + _UNPACKED_KINDS + _PLAIN_KINDS)]  # noqa: UP007
-).decode_lines
+
+
+@functools.cache
+def _batch_decoder(packed_rows: bool) -> Callable[[bytes], list[Any]]:
+    """Decodes a batch of V0/V1 lines (packed rows) or of V2+ lines, a Struct per
+    record kind. Made on first use: building the union costs a few milliseconds that
+    a process which never indexes a big log should not pay."""
+    kinds = _STRUCTURAL_KINDS + (_PACKED_KINDS if packed_rows else _UNPACKED_KINDS)
+    union: Any = Union[tuple(kinds + _PLAIN_KINDS)]  # noqa: UP007
+    return msgspec.json.Decoder(union).decode_lines
+
+
 #: The type of each record class of the unions.
 _TYPE_OF_KIND: Final[dict[type[msgspec.Struct], str]] = {
     kind: str(kind.__struct_config__.tag)
@@ -583,7 +590,7 @@ class _Indexer:
         # name is decoded in three (the heads, then its packed rows and light lines).
         records: list[Any] | None
         try:
-            records = (_decode_packed_batch if self.packed_rows else _decode_event_batch)(block)
+            records = _batch_decoder(self.packed_rows)(block)
         except msgspec.DecodeError:
             records = None
         heads: list[Any]
