@@ -24,6 +24,7 @@ import orjson
 from turnline.core.lineage import Links, link_key, link_sessions
 from turnline.core.parallel import start_pool, stop_pool
 from turnline.core.root import (
+    PlainListed,
     RootError,
     SessionLookupError,
     SessionRoot,
@@ -33,12 +34,20 @@ from turnline.core.root import (
     no_sessions_message,
 )
 from turnline.core.store import SessionForkError
-from turnline.core.summary import HeaderState, SummaryState, state_json, state_link_key
+from turnline.core.summary import (
+    HeaderState,
+    SummaryState,
+    state_json,
+    state_json_bytes,
+    state_link_key,
+)
 from turnline.core.textsafe import one_line
-from turnline.core.view import SessionView
 
-from . import render
 from .fast import holds_no_log
+
+# `render` and `core.view` (and the content and usage modules they load) are imported
+# by the commands that draw text, not here: `ls --json` needs neither, and loading
+# them takes about 35 ms on the benchmark's VM, paid by every listing for nothing.
 
 COMMANDS: Final = (
     "ls",
@@ -390,15 +399,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
         # Straight from the scan's plain values to JSON: no summary objects, and the
         # lineage rules run on plain values too (ten thousand logs: a third faster).
         found, _ = root.scan_plain()
-        links = link_sessions([state_link_key(path, state) for path, state in found])
+        links = link_sessions([state_link_key(log.path, log.state) for log in found])
         order: Sequence[int] = range(len(found))
         if sort != "path" or args.reverse:
-            listed = [_listed_state(state) for _, state in found]
+            listed = [_listed_state(log.state) for log in found]
             order = _ls_order(listed, sort, args.reverse, lambda: links)
-        # Listing entries hold only strings, integers, booleans and None (the header's
-        # numbers are integers by `parse_header`), so the float walk is skipped.
+        rendered = _json_entries(found, order, links)
+        if rendered is not None:
+            # The document orjson writes for the list of entries, joined from the
+            # entries themselves (most written by the processes that scanned them).
+            _print_bytes(b"[\n" + b",\n".join(rendered) + b"\n]\n" if rendered else b"[]\n")
+            return 0
+        # An entry orjson cannot write (see `state_json_bytes`). Listing entries hold
+        # only strings, integers, booleans and None (the header's numbers are integers
+        # by `parse_header`), so the float walk is skipped.
         _print_json(
-            [state_json(found[i][0], found[i][1], links.problems.get(i, ())) for i in order],
+            [state_json(found[i].path, found[i].state, links.problems.get(i, ())) for i in order],
             floats=False,
         )
         return 0
@@ -413,8 +429,29 @@ def cmd_ls(args: argparse.Namespace) -> int:
         texts, sort, args.reverse, lambda: link_sessions([link_key(s) for s in summaries])
     )
     entries = [(summaries[i], root.problems_of(summaries[i])) for i in ranked]
+    from . import render
+
     _print_lines(render.ls_lines(entries, _ls_width()))
     return 0
+
+
+def _json_entries(
+    found: Sequence[PlainListed], order: Sequence[int], links: Links
+) -> list[bytes] | None:
+    """The `ls --json` entries of `found` in `order` (`summary.state_json_bytes`),
+    each as the scan wrote it unless the lineage found problems in it; None if one
+    cannot be written so."""
+    entries = []
+    for i in order:
+        log = found[i]
+        problems = links.problems.get(i)
+        entry = log.entry if not problems else None
+        if entry is None:
+            entry = state_json_bytes(log.path, log.state, problems or ())
+            if entry is None:
+                return None
+        entries.append(entry)
+    return entries
 
 
 def _listed_state(state: tuple[Any, ...]) -> _Listed:
@@ -426,6 +463,10 @@ def _listed_state(state: tuple[Any, ...]) -> _Listed:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """`turnline show [ROOT] SESSION [--json]`."""
+    from turnline.core.view import SessionView
+
+    from . import render
+
     try:
         root, ref = _root_and_session(args.first, args.second)
         view = SessionView(root.load(root.resolve(ref)))
@@ -511,6 +552,8 @@ def _last_fork_point(root: SessionRoot, source: Any) -> int | None:
     own default, the last event, is refused on every live session and fresh child).
     None, the core's default, when there is none: an empty session then forks to an
     empty child, and any other is refused by the fork rule, which says why."""
+    from turnline.core.view import SessionView
+
     view = SessionView(root.load(source, check_seed=False))
     for tv in reversed(view.turns):
         if tv.forkable and tv.boundary is not None:
@@ -520,6 +563,8 @@ def _last_fork_point(root: SessionRoot, source: Any) -> int | None:
 
 def cmd_tree(args: argparse.Namespace) -> int:
     """`turnline tree [ROOT]`."""
+    from . import render
+
     root = _open_root(args.root)
     root.scan()
     lines = render.tree_lines(root.lineage(), root.path)
@@ -588,6 +633,8 @@ def _diff_lines(result: Any) -> list[str]:
     """`turnline diff` as text: the split, each side's outcome, the aligned rows."""
     from turnline.core.usage import compact_tokens
 
+    from . import render
+
     lines = [
         f"ancestor {one_line(result.ancestor.id)}, diverged at seq {result.diverged_at}"
         f" (shared: {render.plural(result.shared_turns, 'turn')})",
@@ -648,6 +695,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
     from turnline.core.prices import load_prices
     from turnline.core.usage import UsageTotals, compact_tokens, root_usage
     from turnline.core.xdg import ConfigError
+
+    from . import render
 
     try:
         prices = load_prices(Path(args.prices) if args.prices else None)

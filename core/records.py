@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -102,6 +102,82 @@ def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
 decode_head: Final = msgspec.json.Decoder(RecordHead).decode
 #: Errors `decode_head` raises for a line it does not take (`ValidationError` included).
 HeadError: Final = msgspec.DecodeError
+
+
+#: A record's `data` when it has none (what `dict.get("data")` gives: None).
+_NO_DATA: Final = msgspec.Raw(b"null")
+
+
+class ListingHead(msgspec.Struct, gc=False):
+    """`RecordHead` plus the record's `data` left undecoded: what the listing's byte
+    scan needs of every record line. The few records whose data it reads (packed
+    rows' member counts, a `turn/end`'s reason) decode just that `msgspec.Raw`
+    afterwards, with a Struct of the fields they need (`packed_row_counts`,
+    `has_reason_kind_raw`); no record's content is ever built. As for `RecordHead`,
+    the last of duplicate keys is taken, and a `type` that is no string or a seq
+    that is no integer fails with a `msgspec.ValidationError`.
+    """
+
+    type: str
+    seq: int | None = None
+    seq0: int | None = None
+    data: msgspec.Raw = _NO_DATA
+
+
+#: Decodes a buffer of record lines into `ListingHead`s in one call. msgspec reads it
+#: as JSON values separated by whitespace, not line by line: a caller checks that it
+#: got one head per line (a line holding two values gives more).
+decode_listing_heads: Final = msgspec.json.Decoder(ListingHead).decode_lines
+
+_decode_packed_data_lines: Final = msgspec.json.Decoder(_PackedData).decode_lines
+
+
+def packed_row_counts(rows: Sequence[ListingHead]) -> list[int] | None:
+    """The member counts of the packed rows `rows` (whose `seq0` is an integer), from
+    their data alone, decoded in one msgspec call: what `packed_members` checks of a
+    whole line; None when that check would not take one of them (or one's type is no
+    packed row's)."""
+    if not all(row.type in PACKED_TAGS for row in rows):
+        return None
+    try:
+        packed = _decode_packed_data_lines(b"\n".join([row.data for row in rows]))
+    except msgspec.DecodeError:
+        return None
+    if len(packed) != len(rows):
+        return None  # (cannot happen: each data is one whole JSON value)
+    counts = []
+    for row, data in zip(rows, packed, strict=True):
+        members = data.args if PACKED_TAGS[row.type][1] == "args" else data.texts
+        if not members or len(data.dt) != len(members) - 1:
+            return None
+        counts.append(len(members))
+    return counts
+
+
+class _Reason(msgspec.Struct, gc=False):
+    kind: str
+
+
+class _TurnEndData(msgspec.Struct, gc=False):
+    reason: _Reason
+
+
+_decode_turn_end_data: Final = msgspec.json.Decoder(_TurnEndData).decode
+
+
+def has_reason_kind_raw(data: msgspec.Raw) -> bool:
+    """`has_reason_kind` of a `turn/end`'s data left undecoded, without building it.
+
+    True only when it holds (an object whose `reason` is an object with a string
+    `kind`): msgspec checks every duplicate of a key, not only the last, so it may
+    say False where `has_reason_kind` says True (a caller then asks the exact way),
+    never the other way round.
+    """
+    try:
+        _decode_turn_end_data(data)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 class ZstdFrame(NamedTuple):

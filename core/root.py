@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 import orjson
 import zstandard
@@ -36,15 +36,6 @@ from .formats import (
     superseded,
 )
 from .formats import known as known_version
-from .index import (
-    INDEX_THRESHOLD,
-    ZSTD_INDEX_THRESHOLD,
-    IndexedSession,
-    LazyEvents,
-    Progress,
-    index_log,
-    worth_indexing,
-)
 from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import Lineage, LineageNode, Links, build_lineage, link_key, link_sessions
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
@@ -57,6 +48,7 @@ from .model import (
     SessionHeader,
 )
 from .parallel import MIN_SHARE, discard_broken, process_pool, split_map, usable_cores
+from .records import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
 from .store import (
     ForkErrorCode,
     SessionForkError,
@@ -67,6 +59,7 @@ from .store import (
 from .summary import (
     SessionSummary,
     from_contents,
+    state_json_bytes,
     state_link_key,
     summarize,
     summarize_small,
@@ -74,7 +67,6 @@ from .summary import (
     title_between,
 )
 from .textsafe import one_line
-from .timeline import Timeline, TimelineBuilder
 from .writer import (
     TEMP_PREFIX,
     FaultHook,
@@ -85,6 +77,13 @@ from .writer import (
     encode_new_log,
     write_new_file,
 )
+
+# The big-log index and the timeline builder are imported where a log is loaded or
+# indexed: a listing of small logs (`ls --json`) never needs them (importing them,
+# with `longline`, takes about 10 ms).
+if TYPE_CHECKING:
+    from .index import IndexedSession, Progress
+    from .timeline import Timeline, TimelineBuilder
 
 #: Folders discovery never enters (the watcher uses the same set).
 SKIP_DIRS: Final = frozenset({".git", "node_modules", "__pycache__", ".venv"})
@@ -210,6 +209,7 @@ def _walk(
     walked: list[tuple[int, int]] | None = None,
     top: str | None = None,
     listing: list[tuple[str, os.stat_result]] | None = None,
+    crowded: set[str] | None = None,
 ) -> Iterator[_Found]:
     """Depth-first, sorted walk of folders (the one order `discover` gives).
 
@@ -220,7 +220,10 @@ def _walk(
     symlink whose target lies outside it is not followed: it is yielded as an error.
     `listing` collects the stat of every folder listed and of every file whose header
     decided whether it is a log: while none of them changes, the walk finds the same
-    logs (the catalog's freshness check, `core.catalog`).
+    logs (the catalog's freshness check, `core.catalog`). `crowded` collects every log
+    found in a folder that holds other entries too: a log in a folder of its own has
+    no other generation beside it (`formats.generation_files`), which a listing then
+    knows without listing its folder again.
     """
     while stack:
         folder, folder_name, parent_name, depth = stack.pop()
@@ -280,6 +283,8 @@ def _walk(
                 or name.startswith("session")
                 or has_session_header(Path(entry.path))
             ):
+                if crowded is not None and len(entries) > 1:
+                    crowded.add(entry.path)
                 yield ("log", entry.path, layout_id)
         stack.extend(reversed(subdirs))
 
@@ -339,6 +344,8 @@ class LoadedSession:
         if builder is not None:
             object.__setattr__(self, "builder", None)  # handed over: one owner
             return builder
+        from .timeline import TimelineBuilder
+
         return TimelineBuilder(self.timeline.seed_length).feed(self.events)
 
     @property
@@ -557,7 +564,7 @@ class BackgroundScan:
                 for later in tasks[k + 1 :]:
                     later.cancel()
                 return None
-            for found_logs, errors, walked in results:
+            for found_logs, errors, walked, _entries in results:
                 if (-1, -1) in walked or not keys.isdisjoint(walked):
                     for later in tasks[k + 1 :]:
                         later.cancel()
@@ -581,6 +588,19 @@ def _scan_units(
 ) -> list[_UnitResult]:
     """One `BackgroundScan` task, in a pool worker."""
     return [_scan_unit(seen, u, top) for u in units]
+
+
+class PlainListed(NamedTuple):
+    """One log of `SessionRoot.scan_plain`."""
+
+    #: The log's path.
+    path: str
+    #: Its summary as `SessionSummary.to_state` values.
+    state: tuple[Any, ...]
+    #: Its `ls --json` entry without cross-session problems
+    #: (`summary.state_json_bytes`), when the process that scanned it wrote it; None
+    #: for the caller to write.
+    entry: bytes | None
 
 
 #: A scan's plain result: every log as (path, layout id, summary state or None for a
@@ -792,22 +812,40 @@ class SessionRoot:
                 self._changed()
         return summaries
 
-    def scan_plain(self) -> tuple[list[tuple[str, tuple[Any, ...]]], list[tuple[str, str]]]:
+    def scan_plain(self) -> tuple[list[PlainListed], list[tuple[str, str]]]:
         """`scan` as plain values, for a caller that only prints them (`ls --json`):
-        each log as (path, `SessionSummary.to_state` values), and the folders that
-        could not be listed. Builds no summary objects and leaves the root as it was
-        (a big log is still indexed, and its index kept)."""
-        found, problems = self._scan_states()
+        each log as a `PlainListed`, and the folders that could not be listed. Builds
+        no summary objects and leaves the root as it was (a big log is still indexed,
+        and its index kept).
+
+        A parallel scan also writes each log's `ls --json` entry in the process that
+        scanned it, so the caller's own work after the scan (alone on one core) is
+        only the lineage and the joining of the entries."""
+        found, problems, entries = self._scan_listing(render=True)
         return [
-            (path, state if state is not None else self._summarize(Path(path), sid).to_state())
-            for path, sid, state in found
+            PlainListed(
+                path,
+                state if state is not None else self._summarize(Path(path), sid).to_state(),
+                entries[k] if entries is not None else None,
+            )
+            for k, (path, sid, state) in enumerate(found)
         ], problems
 
     def _scan_states(self) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
         """Every log as (path, layout id, summary state or None for a log to index),
         and the folders that could not be listed, as plain values."""
+        found, problems, _ = self._scan_listing(render=False)
+        return found, problems
+
+    def _scan_listing(
+        self, render: bool = False
+    ) -> tuple[list[_FoundLog], list[tuple[str, str]], list[bytes | None] | None]:
+        """`_scan_states`, and with `render` each log's `ls --json` entry as
+        `_scan_unit` writes it, when the scan was parallel (else None)."""
         if self.single is None:
-            found = self._scan_parallel()
+            # (No flag when it is off: the parallel scan keeps its call without one,
+            # which the tests replace to get the serial scan.)
+            found = self._scan_parallel(render=True) if render else self._scan_parallel()
             if found is not None:
                 return found
         paths = self.log_paths()
@@ -820,10 +858,12 @@ class SessionRoot:
             )
             for path, sid in paths
         ]
-        return states, [(str(p), why) for p, why in self.scan_problems]
+        return states, [(str(p), why) for p, why in self.scan_problems], None
 
-    def _scan_parallel(self) -> tuple[list[_FoundLog], list[tuple[str, str]]] | None:
-        """`_scan_states`, walked on all cores; None when the root is too small to
+    def _scan_parallel(
+        self, render: bool = False
+    ) -> tuple[list[_FoundLog], list[tuple[str, str]], list[bytes | None] | None] | None:
+        """`_scan_listing`, walked on all cores; None when the root is too small to
         gain from it or the walks could have overlapped.
 
         The root's top two levels are walked here; each folder below (a session
@@ -843,7 +883,7 @@ class SessionRoot:
         if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
             return None
         results = split_map(
-            functools.partial(_scan_unit, frozenset(seen), top=top),
+            functools.partial(_scan_unit, frozenset(seen), top=top, render=render),
             units,
             pack=_same,
             unpack=_same_unit,
@@ -851,13 +891,15 @@ class SessionRoot:
         keys = set(walked)
         found: list[_FoundLog] = []
         problems: list[tuple[str, str]] = []
-        for logs, errors, unit_walked in results:
+        entries: list[bytes | None] = []
+        for logs, errors, unit_walked, unit_entries in results:
             if (-1, -1) in unit_walked or not keys.isdisjoint(unit_walked):
                 return None
             keys.update(unit_walked)
             problems.extend(errors)
             found.extend(logs)
-        return found, problems
+            entries.extend(unit_entries)
+        return found, problems, entries if render else None
 
     def scan_in_background(self) -> BackgroundScan:
         """Start `scan` in the process pool; `BackgroundScan.result()` takes it in.
@@ -879,6 +921,8 @@ class SessionRoot:
         summary = summarize_small(path, sid, limit)
         if summary is not None:
             return summary
+        from .index import index_log
+
         indexed = index_log(path, session_id=sid)
         self._indexes[path] = indexed
         return indexed.summary
@@ -1047,6 +1091,8 @@ class SessionRoot:
         seed_length = header.seed_length if header and header.seed_length else 0
         # One pass of the timeline builder serves the summary, the timeline and the
         # view that extends it with live appends.
+        from .timeline import TimelineBuilder
+
         builder = TimelineBuilder(seed_length).feed(events)
         timeline = builder.snapshot()
         exact = from_contents(contents, summary.id, summary.mtime, timeline)
@@ -1076,6 +1122,8 @@ class SessionRoot:
         progress: Progress | None,
         cancel: threading.Event | None,
     ) -> LoadedSession:
+        from .index import LazyEvents, index_log
+
         indexed = self._indexes.pop(summary.path, None)
         if indexed is None or not _unchanged(indexed):
             indexed = index_log(
@@ -1314,28 +1362,35 @@ def parent_generation(parent_path: Path, version: int | None) -> Path | None:
 
 
 #: One unit's result: its logs as (path, layout id, summary state or None when the
-#: log is big enough to index), folder errors as (folder, reason), folders walked.
+#: log is big enough to index), folder errors as (folder, reason), folders walked,
+#: and when asked, each log's `ls --json` entry (else no entries).
 _UnitResult = tuple[
     list[tuple[str, str | None, tuple[Any, ...] | None]],
     list[tuple[str, str]],
     list[tuple[int, int]],
+    list[bytes | None],
 ]
 
 
 def _scan_unit(
-    seen: frozenset[tuple[int, int]], unit: _Found, top: str | None = None
+    seen: frozenset[tuple[int, int]], unit: _Found, top: str | None = None, render: bool = False
 ) -> _UnitResult:
     """Walk and summarize one unit of a parallel scan (in any process); `top` is the
-    root's real path (see `_walk`)."""
+    root's real path (see `_walk`). With `render`, also write each log's `ls --json`
+    entry (`summary.state_json_bytes`; None for a log to index, or one orjson cannot
+    write), the generations of a log alone in its folder known from the walk."""
     logs: list[tuple[str, str | None, tuple[Any, ...] | None]] = []
     errors: list[tuple[str, str]] = []
     walked: list[tuple[int, int]] = []
+    crowded: set[str] = set()
     if unit[0] == "folder":
         items: Iterable[_Found] = _walk(
-            [(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked, top=top
+            [(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked, top=top, crowded=crowded
         )
     else:
         items = (unit,)
+        if unit[0] == "log":
+            crowded.add(unit[1])  # found near the top: its folder's entries unknown
     for item in items:
         if item[0] == "log":
             path = item[1]
@@ -1343,7 +1398,17 @@ def _scan_unit(
             logs.append((path, item[2], summary_state(path, item[2], limit)))
         elif item[0] == "error":
             errors.append((item[1], item[2].strerror or str(item[2])))
-    return logs, errors, walked
+    entries: list[bytes | None] = []
+    if render:
+        # A log alone in its folder is its only generation: its folder is not listed
+        # again (that was a tenth of a wide root's `ls --json`).
+        entries = [
+            None
+            if state is None
+            else state_json_bytes(path, state, generations=None if path in crowded else [path])
+            for path, _, state in logs
+        ]
+    return logs, errors, walked, entries
 
 
 def _same(value: _UnitResult) -> object:
@@ -1367,6 +1432,8 @@ def _nodes_of(lineage: Lineage) -> dict[Path, LineageNode]:
 
 def _index_worthy(path: Path) -> bool:
     """True for a log big enough to index rather than read whole."""
+    from .index import worth_indexing
+
     return worth_indexing(path)
 
 
