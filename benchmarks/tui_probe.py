@@ -4,6 +4,10 @@
 `python -m benchmarks.tui_probe tree ROOT`  time.time() when the session tree has nodes
                                             (started as `turnline ROOT` starts the app)
 `python -m benchmarks.tui_probe live LOG N` write -> row latencies of N appended turns
+`python -m benchmarks.tui_probe floor`      time.time() when a bare Textual app (a header,
+                                            a tree, a table of a few rows; no turnline)
+                                            drew its first screen: the floor the first
+                                            two are measured against
 
 Each prints one JSON line on stdout. The app runs under `App.run_test()` (no terminal),
 and the probe polls the widgets every few milliseconds from the app's own event loop.
@@ -77,7 +81,10 @@ async def _until(check: Any, timeout: float = TIMEOUT, step: float = 0.005) -> f
 
 async def _first_rows(app: Any, pilot: Any) -> float | None:
     """When the timeline first drew rows (selecting the session if the app waits)."""
-    drawn = _Drawn(app.timeline, lambda: app.timeline.row_count)
+    # The widget is looked up once: `app.timeline` queries the DOM, and the state is
+    # read on every drawn line, so it must cost nothing.
+    timeline = app.timeline
+    drawn = _Drawn(timeline, lambda: timeline.row_count)
     await _until(lambda: drawn.first(bool) is not None or _tree_nodes(app) > 0)
     if await _until(lambda: drawn.first(bool) is not None, timeout=5) is None:
         # The app may wait for a choice: select the (only) session.
@@ -115,6 +122,45 @@ async def tree(path: Path, scan: Any) -> dict[str, Any]:
         return {"shown": drawn.first(bool), "nodes": _tree_nodes(app)}
 
 
+async def floor() -> dict[str, Any]:
+    """A bare Textual app's first screen: what any app of turnline's shape pays (Python,
+    Textual's import, compose, the first frame) before it has read a byte of a log.
+
+    Textual is imported here, as `rows` and `tree` import turnline's app, so the figure
+    counts from the process's launch the same way. The table's lines are watched from
+    its mount on: its rows are there before the first frame, which the probe would miss
+    if it waited for `run_test` to hand over the pilot.
+    """
+    from textual.app import App, ComposeResult
+    from textual.containers import Horizontal
+    from textual.widgets import DataTable, Header, Tree
+
+    drawn: list[_Drawn] = []
+
+    class Floor(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Header()
+            with Horizontal():
+                yield Tree("sessions")
+                yield DataTable()
+
+        def on_mount(self) -> None:
+            tree = self.query_one(Tree)
+            tree.root.expand()
+            for k in range(5):
+                tree.root.add_leaf(f"session {k}")
+            table = self.query_one(DataTable)
+            table.add_columns("#", "time", "turn")
+            for k in range(5):
+                table.add_row(str(k + 1), f"12:0{k}", f"turn {k + 1}")
+            drawn.append(_Drawn(table, lambda: table.row_count))
+
+    app = Floor()
+    async with app.run_test(size=(160, 50)):
+        await _until(lambda: drawn[0].first(bool) is not None)
+        return {"shown": drawn[0].first(bool), "rows": app.query_one(DataTable).row_count}
+
+
 async def live(path: Path, turns: int) -> dict[str, Any]:
     from turnline.core.summary import summarize
     from turnline.tui import TurnlineApp
@@ -131,7 +177,8 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
         await _until(lambda: app.view is not None)  # appends follow the loaded session
         await pilot.pause()
         base_rows = app.timeline.row_count
-        drawn = _Drawn(app.timeline, lambda: app.timeline.row_count)
+        timeline = app.timeline  # looked up once (see `_first_rows`)
+        drawn = _Drawn(timeline, lambda: timeline.row_count)
         written: dict[int, float] = {}
         sizes: list[int] = []
         stop = threading.Event()
@@ -164,7 +211,11 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    mode, target = sys.argv[1], Path(sys.argv[2])
+    mode = sys.argv[1]
+    if mode == "floor":
+        sys.stdout.write(orjson.dumps(asyncio.run(floor())).decode() + "\n")
+        return
+    target = Path(sys.argv[2])
     if mode == "rows":
         result = asyncio.run(rows(target))
     elif mode == "tree":
