@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -58,6 +58,9 @@ from .pane_keys import PANE_BINDINGS, PaneActions
 from .screens import ForkPlan, ForkRequest, ForkScreen
 from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline, turn_content
 from .widgets._session_tree import short_id
+
+if TYPE_CHECKING:
+    from .screens._usage import UsageScreen
 
 _Handler = TypeVar("_Handler", bound=Callable[..., None])
 
@@ -469,12 +472,17 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
 
         try:
             # Outside the root lock: watcher batches never wait behind a big log's index.
-            loaded = root.load(summary, progress=progress, cancel=cancel)
+            # Without collections, and what is alive afterwards frozen (see `no_gc`): the
+            # session's index and turns are long-lived, and the collections of a live
+            # session would otherwise walk them, and every widget, again (tens of ms on
+            # the UI thread, between a write and its row).
+            with no_gc(freeze=True):
+                loaded = root.load(summary, progress=progress, cancel=cancel)
+                view = SessionView(loaded)
         except IndexCancelled:
             return  # the user moved on (or quit): not an error
         if get_current_worker().is_cancelled or cancel.is_set():
             return
-        view = SessionView(loaded)
         with self._root_lock:
             snapshot = snapshot_of(root)
         self.post_message(SessionLoaded(view, snapshot))
@@ -631,10 +639,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     @on(RootChanged)
     @while_shown
     def _on_root_changed(self, message: RootChanged) -> None:
-        from .screens._usage import UsageScreen
-
-        if isinstance(self.screen, UsageScreen):
-            self.screen.apply(message)  # it feeds only the appended events to its folds
+        # The usage screen's module (and its imports: a tenth of a second) is loaded by
+        # `u`; until then no usage screen can be up, and a live append must not wait
+        # for that import.
+        usage = sys.modules.get(f"{__package__}.screens._usage")
+        screen = self.screen
+        if usage is not None and isinstance(screen, usage.UsageScreen):
+            # It feeds only the appended events to its folds.
+            cast("UsageScreen", screen).apply(message)
         old, new = self.snapshot, message.snapshot
         self.snapshot = new
         # Before the tree is rebuilt: it then keeps the cursor on the renamed session,

@@ -464,7 +464,20 @@ class TurnTimeline(ScrollView, can_focus=True):
         self.refresh()
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self._min_width(), self.row_count + HEADER_HEIGHT)
+        size = Size(self._min_width(), self.row_count + HEADER_HEIGHT)
+        old = self.virtual_size
+        if size == old:
+            return
+        if size.width != old.width or not self.is_mounted or not self.container_size:
+            self.virtual_size = size  # a new width, or not laid out yet: a layout
+            return
+        # Rows added or removed (a live append): only this widget's scroll range
+        # changed, and no other widget moves, so the screen is not laid out again
+        # (setting `virtual_size` would: a reflow of every widget on each append, the
+        # detail pane's many included). The scrollbars are brought up to date here, as
+        # a layout would; one that appears or goes still asks for a layout itself.
+        self.set_reactive(TurnTimeline.virtual_size, size)
+        self._scroll_update(size)
 
     # -- scrolling and input -------------------------------------------------------
 
