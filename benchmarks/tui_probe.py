@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import sys
 import threading
 import time
@@ -79,12 +80,33 @@ async def _until(check: Any, timeout: float = TIMEOUT, step: float = 0.005) -> f
     return None
 
 
-async def _first_rows(app: Any, pilot: Any) -> float | None:
+def _watched_app(path: Path) -> tuple[Any, list[_Drawn]]:
+    """The app on `path`, its timeline's drawn lines watched from its mount on.
+
+    Hooked in `on_mount` (as `floor` hooks its table), not once `run_test` hands over
+    the pilot: the first rows of a big log's head are in the app's first frame, which
+    a hook installed after it would miss (it would count the next redraw instead).
+    Textual calls `on_mount` of each class in the app's MRO, this one's first.
+    """
+    from turnline.tui import TurnlineApp
+
+    drawn: list[_Drawn] = []
+
+    class Watched(TurnlineApp):
+        # Textual resolves a relative CSS path against the subclass's own module.
+        CSS_PATH = str(Path(inspect.getfile(TurnlineApp)).parent / str(TurnlineApp.CSS_PATH))
+
+        def on_mount(self) -> None:
+            # The widget is looked up once: `timeline` queries the DOM, and the state
+            # is read on every drawn line, so it must cost nothing.
+            timeline = self.timeline
+            drawn.append(_Drawn(timeline, lambda: timeline.row_count))
+
+    return Watched(path), drawn
+
+
+async def _first_rows(app: Any, pilot: Any, drawn: _Drawn) -> float | None:
     """When the timeline first drew rows (selecting the session if the app waits)."""
-    # The widget is looked up once: `app.timeline` queries the DOM, and the state is
-    # read on every drawn line, so it must cost nothing.
-    timeline = app.timeline
-    drawn = _Drawn(timeline, lambda: timeline.row_count)
     await _until(lambda: drawn.first(bool) is not None or _tree_nodes(app) > 0)
     if await _until(lambda: drawn.first(bool) is not None, timeout=5) is None:
         # The app may wait for a choice: select the (only) session.
@@ -95,12 +117,10 @@ async def _first_rows(app: Any, pilot: Any) -> float | None:
 
 
 async def rows(path: Path) -> dict[str, Any]:
-    from turnline.tui import TurnlineApp
-
-    app = TurnlineApp(path)
+    app, drawn = _watched_app(path)
     async with app.run_test(size=(160, 50)) as pilot:
-        shown = await _first_rows(app, pilot)
-        first_rows = app.timeline.row_count
+        shown = await _first_rows(app, pilot, drawn[0])
+        first_rows = next(state for _, state in drawn[0].draws if state)
         # Also when the whole timeline is drawn (the index finished): reported beside.
         total = await _until(lambda: app.view is not None)
         await pilot.pause()
@@ -171,9 +191,9 @@ async def live(path: Path, turns: int) -> dict[str, Any]:
     log = BigLog(path, summary.events, summary.turns, summary.size, ())
     # Turns in the log's own format (a V5 twin gets V5 turns).
     writer = turn_writer(log, summary.header.version if summary.header else None)
-    app = TurnlineApp(path)
+    app, first = _watched_app(path)
     async with app.run_test(size=(160, 50)) as pilot:
-        await _first_rows(app, pilot)
+        await _first_rows(app, pilot, first[0])
         await _until(lambda: app.view is not None)  # appends follow the loaded session
         await pilot.pause()
         base_rows = app.timeline.row_count

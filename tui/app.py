@@ -296,7 +296,13 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             # One big log: show its first turns, then index it (the scan does), as
             # toolong shows a file's first lines before its index is built. (The head
             # is often read before the first frame: `while_shown` holds it until then.)
-            self._preview(self._head)
+            head = self._head
+            if head.done() and head.exception() is None:
+                # Read already (while the app was composed): its rows go into the first
+                # frame, rather than into the one after it.
+                self._show_preview(head.result())
+            else:
+                self._preview(head)
         else:
             self._scan()
 
@@ -842,10 +848,12 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
     @on(PreviewRead)
     @while_shown
     def _on_preview_read(self, message: PreviewRead) -> None:
+        self._show_preview(message.preview)
+
+    def _show_preview(self, preview: HeadPreview | None) -> None:
         # The scan (which indexes the log) starts once the preview is on screen: run
         # beside it, the two would share one interpreter lock and both be late.
         self.call_after_refresh(self._scan)
-        preview = message.preview
         if preview is None or self.view is not None or self._wanted is not None:
             return
         self.preview = preview

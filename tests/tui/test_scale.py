@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC
 from pathlib import Path
 
 import orjson
+import pytest
 from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind, SessionHeader
 from turnline.core.preview import head_preview
@@ -99,3 +101,32 @@ async def test_big_root_starts_with_projects_folded_and_builds_them_on_demand(
         folded = next(p for p in tree.root.children if not p.children)
         folded.expand()
         await wait_for(pilot, lambda: len(folded.children) == 101)
+
+
+async def test_a_big_logs_head_is_in_the_first_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opened on one big log whose head was read while the app was composed, the first
+    frame already holds its first rows (issue 22's first-rows figure): they are not
+    held for a frame after it, as a message from a worker is."""
+    import turnline.core.index as index_module
+
+    monkeypatch.setattr(index_module, "INDEX_THRESHOLD", 1)  # every log is big here
+    path = long_log(tmp_path / "root", 40)
+    seen: list[int] = []
+
+    class FirstFrame(TurnlineApp):
+        CSS_PATH = str(Path(inspect.getfile(TurnlineApp)).parent / str(TurnlineApp.CSS_PATH))
+
+        def on_mount(self) -> None:
+            # Textual calls each class's `on_mount`, this one's first: the head read
+            # in `__init__` is waited for here, so the app's own `on_mount` finds it.
+            assert self._head is not None
+            self._head.result()
+
+        def on_ready(self) -> None:  # after the first frame was drawn
+            seen.append(self.timeline.row_count)
+
+    async with FirstFrame(path, tz=UTC).run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: bool(seen))
+        assert seen[0] > 0
