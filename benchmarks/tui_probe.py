@@ -183,7 +183,6 @@ async def floor() -> dict[str, Any]:
 
 async def live(path: Path, turns: int) -> dict[str, Any]:
     from turnline.core.summary import summarize
-    from turnline.tui import TurnlineApp
 
     from benchmarks.generate import BigLog, turn_writer
 
