@@ -8,10 +8,11 @@ here changes everywhere at once.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Final, NamedTuple, Union
 
 import msgspec
 import orjson
@@ -178,6 +179,153 @@ def has_reason_kind_raw(data: msgspec.Raw) -> bool:
     except msgspec.DecodeError:
         return False
     return True
+
+
+# -- the listing's count in one msgspec call: a Struct per record type ------------------
+
+#: Record types the listing's one-call count knows (`listing_decoder`) besides turn
+#: records, `session/title` and the packed tags: dsh's types, V0 to V5. A log holding
+#: any other type is counted with `ListingHead`s instead (two calls, same answer).
+#: (The index's batch union names most of them too; it is not imported here: a
+#: listing does not load the index.)
+LISTED_TYPES: Final = (
+    "user/message",
+    "assistant/message",
+    "assistant/chunk",
+    "assistant/attempt",
+    "step/start",
+    "step/end",
+    "tool/call",
+    "tool/result",
+    "session/end-seed",
+    "session/title-llm-request",
+    "agent/inbox/spliced",
+    "agent/degenerate-response",
+    "request/context",
+    "request/header",
+    "system/message",
+    "developer/message",
+    "sandbox/mode",
+    "approval/policy",
+    "approval/asked",
+    "approval/decided",
+    "permission/preset",
+    "plan/mode",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "tool-workflow/run-start",
+    "tool-workflow/run-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/agent-end",
+    "command/run",
+    "command/done",
+    "todo/write",
+    "llm/retry",
+    "llm/retry-started",
+    "compaction/start",
+    "compaction/summary",
+    "compaction/end",
+    "image/offload",
+    "subagent/descriptor",
+    "subagent/catalog",
+)
+
+
+class _Listed(msgspec.Struct, tag_field="type", gc=False):
+    """A record of the listing's union (`listing_decoder`): its tag is its type, its
+    seqs are checked as `ListingHead` checks them, and its data is skipped (its
+    syntax still checked). A record whose `type` keys disagree (`JSON.parse` takes
+    the last) does not decode: msgspec checks every duplicate of the tag against the
+    first, so a record that decodes has the type `JSON.parse` reads."""
+
+    seq: int | None = None
+    seq0: int | None = None
+
+    def width(self) -> int | None:
+        """How many events the record holds as a packed row (its line has no `seq`):
+        None, for it is no packed row."""
+        return None
+
+
+class _ListedTurnStart(_Listed, tag="turn/start", gc=False):
+    """A `turn/start` (a class of its own: the count tells turn records by class)."""
+
+
+class _ListedTurnEnd(_Listed, tag="turn/end", kw_only=True, gc=False):
+    """A `turn/end` whose data has a reason with a string kind (`has_reason_kind_raw`'s
+    Struct, decoded in place): one without does not decode."""
+
+    data: _TurnEndData
+
+
+class _ListedTitle(_Listed, tag="session/title", gc=False):
+    """A `session/title` (a class of its own: the listing counts them)."""
+
+
+class _ListedRow(_Listed, gc=False):
+    """A packed row's tag in a version that packs rows: its data decoded as
+    `packed_row_counts` decodes it (a record of the tag that has a `seq` is a plain
+    event, its data only checked to be JSON)."""
+
+    data: _PackedData | None = None
+    #: Its members are its data's `args` (else its `texts`): `PACKED_TAGS`.
+    in_args: ClassVar[bool] = False
+
+    def width(self) -> int | None:
+        """Its member count when `packed_members` would take it, else None."""
+        data = self.data
+        if data is None:
+            return None
+        members = data.args if self.in_args else data.texts
+        if not members or len(data.dt) != len(members) - 1:
+            return None
+        return len(members)
+
+
+class _ListedArgsRow(_ListedRow, gc=False):
+    in_args: ClassVar[bool] = True
+
+
+def _listed_kind(base: type[_Listed], tag: str) -> type[msgspec.Struct]:
+    """A subclass of `base` tagged `tag`."""
+    name = "_Listed_" + "".join(c if c.isalnum() else "_" for c in tag)
+    return msgspec.defstruct(name, [], bases=(base,), tag=tag, gc=False)
+
+
+@functools.cache
+def listing_decoder(packed_rows: bool) -> Callable[[bytes | memoryview], list[Any]]:
+    """Decodes a buffer of record lines in one call, each into the `_Listed` Struct of
+    its type: a V0/V1 log's (`packed_rows`: a packed row's member lists decoded, for
+    their counts) or a V2+ log's (a packed tag is a plain type there). As for
+    `decode_listing_heads`, values are separated by whitespace, not lines. A type
+    it does not know (not in `LISTED_TYPES`), a seq that is no integer or a
+    `turn/end` without a reason kind fails with a `msgspec.ValidationError`. Made on
+    first use: building the union takes a few milliseconds."""
+    kinds = [_listed_kind(_Listed, tag) for tag in LISTED_TYPES]
+    for tag, (_, members) in PACKED_TAGS.items():
+        base = (_ListedArgsRow if members == "args" else _ListedRow) if packed_rows else _Listed
+        kinds.append(_listed_kind(base, tag))
+    union: Any = Union[(*kinds, _ListedTurnStart, _ListedTurnEnd, _ListedTitle)]
+    return msgspec.json.Decoder(union).decode_lines
+
+
+#: The class of a `listing_decoder` record that is a `session/title`.
+LISTED_TITLE: Final = _ListedTitle
+#: The type of a `listing_decoder` record that is a turn record, by its class.
+_TURN_KINDS: Final[dict[type[msgspec.Struct], str]] = {
+    _ListedTurnStart: "turn/start",
+    _ListedTurnEnd: "turn/end",
+}
+
+
+def listed_turn_kinds(classes: Iterable[type[msgspec.Struct]]) -> list[str]:
+    """The turn types (`turn/start`, `turn/end`), in order, of `listing_decoder`
+    records of the classes `classes` (walked in C)."""
+    kinds = _TURN_KINDS
+    return list(map(kinds.__getitem__, filter(kinds.__contains__, classes)))
 
 
 class ZstdFrame(NamedTuple):

@@ -10,13 +10,14 @@ exact either way.
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 import mmap
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
-from operator import attrgetter
+from itertools import accumulate, compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -35,6 +36,7 @@ from .logfile import (
 from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
 from .records import (
     INDEX_THRESHOLD,
+    LISTED_TITLE,
     MAX_HEADER_LINE,
     TURN_TYPES,
     HeadError,
@@ -45,6 +47,8 @@ from .records import (
     has_reason_kind,
     has_reason_kind_raw,
     is_user_input,
+    listed_turn_kinds,
+    listing_decoder,
     loads,
     message_text,
     packed_members,
@@ -74,6 +78,14 @@ _TYPE: Final = attrgetter("type")
 _ENCODINGS: Final = {e.value: e for e in Encoding}
 _SEQ: Final = attrgetter("seq")
 _DATA: Final = attrgetter("data")
+#: Nones without end, to compare a list with item by item (`map(is_, seqs, _NONES)`).
+_NONES: Final = repeat(None)
+
+#: What the listing counts of a log's records: events, the last record decoded, the
+#: turn types in order, and how many `session/title` records it holds when every
+#: line was decoded by its type (`title_between`'s `titles`), else None.
+Counted = tuple[int, Any, list[str], int | None]
+_NO_RECORDS: Final[Counted] = (0, None, [], 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,21 +310,23 @@ def state_json_bytes(
     extra_problems: Iterable[LogProblem] = (),
     generations: list[str] | None = None,
 ) -> bytes | None:
-    """`state_json` as `ls --json` prints it inside its list: orjson's text with two
-    spaces of indent, each line indented once more (an element's place in the list,
-    exactly as orjson writes the whole list: a JSON string holds no raw newline);
-    None when orjson cannot write it (a lone surrogate, an integer past 64 bits),
-    for the caller to write the whole document the way it writes those.
+    """`state_json` as `ls --json` prints it inside its list: the text orjson writes
+    for it as an element of a list, with two spaces of indent (exactly as orjson
+    writes the whole list); None when orjson cannot write it (a lone surrogate, an
+    integer past 64 bits), for the caller to write the whole document the way it
+    writes those.
 
     Written by each process of a parallel scan for the logs it scanned: the
     listing's one process then only joins them."""
     try:
+        # The entry in a list of its own, the list's brackets cut off: orjson indents
+        # it as an element itself, with no second pass over its bytes.
         text = orjson.dumps(
-            state_json(path, state, extra_problems, generations), option=orjson.OPT_INDENT_2
+            [state_json(path, state, extra_problems, generations)], option=orjson.OPT_INDENT_2
         )
     except orjson.JSONEncodeError:
         return None
-    return b"  " + text.replace(b"\n", b"\n  ")
+    return text[2:-2]
 
 
 #: The `HeaderState` values `state_json` shows for a log without a usable header.
@@ -549,7 +563,7 @@ def _scan(
         problems = (*_problem_states(header_problems), *problems)
     version = header_values[2]
     marker_cut = formats.seeded_by_marker(version)
-    if formats.name_mismatch(os.path.basename(path), version) is not None:
+    if _name_mismatch(os.path.basename(path), version):
         return None  # the full reader names the mismatch
     # The records are buf[first_nl:end]: it starts with "\n", so every record is
     # preceded by "\n" (searched in place, not copied).
@@ -566,9 +580,7 @@ def _scan(
         return None
     if not buf.isascii() and not valid_utf8(buf[first_nl:end]):
         return None  # bytes that are not UTF-8: the full reader says which line
-    counted = (
-        _count_block(buf, first_nl, end, records, not marker_cut) if records else (0, None, [])
-    )
+    counted = _count_block(buf, first_nl, end, records, not marker_cut) if records else _NO_RECORDS
     if counted is None:
         return None  # a line that is not a plain record in order: read it whole
     if marker_cut and header_values[10]:
@@ -576,7 +588,7 @@ def _scan(
         if cut is None:
             return None  # seeded with no inherited marker: the full reader says so
         header_values = (*header_values[:5], cut, *header_values[6:])
-    events, last_obj, kinds = counted
+    events, last_obj, kinds, titles = counted
     turns, open_turn = count_turns(kinds)
     last_seq: int | None = None
     last_activity: int | None = None
@@ -588,7 +600,7 @@ def _scan(
         header_values[0],
         encoding,
         header_values,
-        title_between(buf, first_nl, end),
+        title_between(buf, first_nl, end, titles),
         events,
         last_seq,
         turns,
@@ -600,19 +612,95 @@ def _scan(
     )
 
 
+def _name_mismatch(name: str, version: Any) -> bool:
+    """True if `formats.name_mismatch` finds one: remembered for an integer version (a
+    listing asks it of each of ten thousand logs, which have a handful of names)."""
+    if type(version) is int:
+        return _int_name_mismatch(name, version)
+    return formats.name_mismatch(name, version) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _int_name_mismatch(name: str, version: int) -> bool:
+    return formats.name_mismatch(name, version) is not None
+
+
 def _count_block(
     buf: bytes, start: int, end: int, records: int, packed_rows: bool
-) -> tuple[int, Any, list[str]] | None:
+) -> Counted | None:
     """`_count_records` of the `records` record lines `buf[start + 1 : end - 1]`
     (laid out as for `title_between`): the same answer, with less work per line.
 
     All lines are decoded in one msgspec call on the buffer itself (no line is cut
-    out or decoded twice), each into a `ListingHead` that keeps its `data` undecoded:
-    only the packed rows' member counts (together, in one call) and each `turn/end`'s
-    reason are then read from it, with Structs of just those fields. Whenever this
-    cannot answer as surely as the line-by-line count (the lines do not all decode,
-    a line holds more than one value, a reason does not decode), that count answers
-    instead, so every problem it finds is still found the way it finds it.
+    out or decoded twice), each into the Struct of its type (`listing_decoder`): a
+    packed row's member lists are decoded for their counts, a `turn/end`'s reason is
+    checked, and every other record's data is only checked to be JSON; no record's
+    content is built. Lines the union does not take (a type it does not know, a
+    record one of its Structs refuses) are counted by `_count_heads` (the same
+    answer in two calls); whenever this cannot answer as surely as the line-by-line
+    count (a line holds more than one value), that count answers instead, so every
+    problem it finds is still found the way it finds it.
+    """
+    try:
+        listed = listing_decoder(packed_rows)(memoryview(buf)[start + 1 : end])
+    except HeadError:
+        return _count_heads(buf, start, end, records, packed_rows)
+    # Each Struct checks what a `ListingHead` checks of its line, and the data that
+    # `_count_heads` then reads: what is answered here is its answer.
+    if len(listed) != records:
+        # (`_count_heads` would read as many values: the lines are the same JSON.)
+        return _count_lines(buf[start + 1 : end - 1], packed_rows)
+    seqs = list(map(_SEQ, listed))
+    if None not in seqs:
+        if seqs != list(range(records)):
+            return None
+        expected = records
+    else:
+        # Only a packed row has no seq (its width is None for any other record, and
+        # for a row `packed_members` would not take); rows are few, found in C.
+        if not packed_rows:
+            return None
+        counts = [1] * records
+        i = -1
+        for _ in range(seqs.count(None)):
+            i = seqs.index(None, i + 1)
+            row = listed[i]
+            width = row.width()
+            if width is None:
+                return None
+            seqs[i] = row.seq0
+            counts[i] = width
+        found = _follow_on(seqs, counts)
+        if found is None:
+            return None
+        expected = found
+    try:
+        last = loads(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1])
+    except orjson.JSONDecodeError:
+        return None
+    classes = list(map(type, listed))
+    return expected, last, listed_turn_kinds(classes), classes.count(LISTED_TITLE)
+
+
+def _follow_on(firsts: list[Any], counts: list[int]) -> int | None:
+    """How many events lines hold whose first seqs (a packed row's `seq0`) are
+    `firsts` and whose event counts are `counts`, when each line's first seq is the
+    count of events before it; else None. (The running sum, compared in C.)"""
+    running = list(accumulate(counts, initial=0))
+    expected = running.pop()
+    return expected if firsts == running else None
+
+
+def _count_heads(
+    buf: bytes, start: int, end: int, records: int, packed_rows: bool
+) -> Counted | None:
+    """`_count_block` of lines that its union does not take (a type it does not know,
+    type keys that disagree, data its Struct refuses: a `turn/end` without a reason
+    kind, a packed row's tag on a plain event): each line is decoded into a
+    `ListingHead` that keeps its `data` undecoded, and only the packed rows' member
+    counts (together, in one call) and each `turn/end`'s reason are then read from
+    it. Whenever this cannot answer as surely as the line-by-line count (the lines
+    do not all decode, a reason does not decode), that count answers instead.
 
     (It reads a `turn/end`'s reason from its data alone, where the line-by-line count
     decodes the whole line with orjson too: msgspec has just taken the whole line,
@@ -623,7 +711,7 @@ def _count_block(
     except HeadError:
         heads = None
     if heads is None or len(heads) != records:
-        return _count_records(buf[start + 1 : end - 1], packed_rows=packed_rows)
+        return _count_lines(buf[start + 1 : end - 1], packed_rows)
     seqs = list(map(_SEQ, heads))
     if None not in seqs:
         if seqs != list(range(records)):
@@ -631,35 +719,39 @@ def _count_block(
         expected = records
     else:
         # Packed rows (no seq; V0, V1) hold their members' seqs from `seq0`, their
-        # member counts read in one msgspec call. Each line's first seq (a row's
-        # `seq0`) must be the count of events before it: the running sum of the
-        # lines' event counts, compared in C.
+        # member counts read in one msgspec call.
         if not packed_rows:
             return None
-        rows = [i for i, q in enumerate(seqs) if q is None]
-        counts = packed_row_counts([heads[i] for i in rows])
-        if counts is None:
+        rows = list(compress(range(records), map(is_, seqs, _NONES)))
+        row_counts = packed_row_counts([heads[i] for i in rows])
+        if row_counts is None:
             return None
-        widths = [1] * records
-        for i, count in zip(rows, counts, strict=True):
+        counts = [1] * records
+        for i, count in zip(rows, row_counts, strict=True):
             seqs[i] = heads[i].seq0
-            widths[i] = count
-        firsts = list(accumulate(widths, initial=0))
-        expected = firsts.pop()
-        if seqs != firsts:
+            counts[i] = count
+        found = _follow_on(seqs, counts)
+        if found is None:
             return None
+        expected = found
     # (map, filter and compress walk the heads in C: no Python loop per line.)
     types = list(map(_TYPE, heads))
     kinds = list(filter(TURN_TYPES.__contains__, types))
     if TURN_END in kinds and not all(
         map(has_reason_kind_raw, map(_DATA, compress(heads, map(TURN_END.__eq__, types))))
     ):
-        return _count_records(buf[start + 1 : end - 1], packed_rows=packed_rows)
+        return _count_lines(buf[start + 1 : end - 1], packed_rows)
     try:
         last = loads(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1])
     except orjson.JSONDecodeError:
         return None
-    return expected, last, kinds
+    return expected, last, kinds, None
+
+
+def _count_lines(records: bytes, packed_rows: bool) -> Counted | None:
+    """`_count_records`, as `_count_block` answers (titles not counted)."""
+    counted = _count_records(records, packed_rows=packed_rows)
+    return None if counted is None else (*counted, None)
 
 
 def _count_records(
@@ -775,14 +867,25 @@ def inherited_cut_between(buf: bytes | mmap.mmap, start: int, end: int) -> int |
     return None
 
 
-def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
+def title_between(
+    buf: bytes | mmap.mmap, start: int, end: int, titles: int | None = None
+) -> str | None:
     """The title `summarize` gives a log whose records are `buf[start:end]`.
 
     `buf[start]` is the newline that ends the header line and `buf[end - 1]` the
     newline of the last record: a fork that copies a parent's records reads its
     child's title from the parent (an `mmap` of it) instead of the copy.
+
+    `titles` is how many `session/title` records the log holds when every line that
+    starts like one is known to be one (the listing's union decoded each line by its
+    type), else None. With none there is no line to look at; with one, that line
+    (if dsh wrote it) is searched from the start, where a title usually is (a search
+    from the end goes over the whole log first).
     """
-    pos = buf.rfind(_TITLE, start, end)
+    if titles is None or titles > 1:
+        pos = buf.rfind(_TITLE, start, end)
+    else:
+        pos = buf.find(_TITLE, start, end) if titles else -1
     while pos >= 0:
         obj = _record_at(buf, pos + 1)
         # (A candidate is confirmed by decoding: a duplicate "type" key names another.)
@@ -790,7 +893,7 @@ def title_between(buf: bytes | mmap.mmap, start: int, end: int) -> str | None:
             title = session_title(obj.get("data"))
             if title is not None:
                 return title
-        pos = buf.rfind(_TITLE, start, pos)
+        pos = buf.rfind(_TITLE, start, pos) if titles is None or titles > 1 else -1
     pos = buf.find(_USER, start, end)
     while pos >= 0:
         obj = _record_at(buf, pos + 1)
