@@ -114,6 +114,7 @@ _SPECIAL: Final = _STRUCTURAL_STR | _PACKED_STR
 _TURN_TYPES_STR: Final = frozenset(("turn/start", "turn/end"))
 _TYPE: Final = attrgetter("type")
 _SEQ: Final = attrgetter("seq")
+_SEQ0: Final = attrgetter("seq0")
 _PLUS_ONE: Final = (1).__add__
 _NO_TAGS: Final = frozenset[str]()
 _FIRST_BYTE: Final = itemgetter(0)
@@ -275,7 +276,7 @@ def _packed_rows(
     out: list[tuple[int, int]] = []
     for i, row in zip(packed, rows, strict=True):
         data = row.data
-        if data is None or row.seq0 is None:
+        if data is None or type(row.seq0) is not int:
             return None
         members = data.args if PACKED_TAGS[kind_of[i]][1] == "args" else data.texts
         if not members or len(data.dt) != len(members) - 1:
@@ -325,6 +326,8 @@ class _Record(msgspec.Struct, tag_field="type", gc=False):
     """Any record of the batch union: its tag is its type."""
 
     seq: int | None = None
+    #: UNSET without a `seq0` key (see `RecordHead.seq0`).
+    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _LightKind(_Record, tag_field="type", gc=False):
@@ -333,7 +336,6 @@ class _LightKind(_Record, tag_field="type", gc=False):
 
 
 class _PackedKind(_Record, tag_field="type", gc=False):
-    seq0: int | None = None
     data: _PackedMembers | None = None
 
 
@@ -611,7 +613,12 @@ class _Indexer:
             i for i, t, q in zip(range(n), types, seqs, strict=True) if q is None or t in _SPECIAL
         ]
         tags = _PACKED_STR if self.packed_rows else _NO_TAGS
-        packed = [i for i in odd if types[i] in tags and heads[i].seq0 is not None]
+        packed = [i for i in odd if types[i] in tags and type(heads[i].seq0) is int]
+        if self.packed_rows and n - list(map(_SEQ0, heads)).count(msgspec.UNSET) != len(packed):
+            # A line with a `seq0` key that is no packed row here (one with a seq too,
+            # or whose seq0 is null): the line-by-line path reads it as the full
+            # reader does (a packed row's tag with `seq0` is a packed row to it).
+            return False
         rest = odd
         if packed:
             skip = set(packed)
@@ -776,7 +783,7 @@ class _Indexer:
             if (
                 self.packed_rows
                 and head is not None
-                and head.seq0 is not None
+                and head.seq0 is not msgspec.UNSET
                 and head.type in _PACKED_STR
             ):
                 stop = self._packed(line, line_no, head.type)
@@ -1712,6 +1719,19 @@ def _zstd_split_point(fd: int, size: int, split_at: int) -> tuple[int, int, byte
 
 #: zstd logs from this compressed size are indexed in two halves at once.
 ZSTD_SPLIT_THRESHOLD: Final = SPLIT_THRESHOLD // 4
+
+
+def worth_splitting(path: Path) -> bool:
+    """True for a log big enough that its index is taken in two halves at once, the
+    second in the process pool (when one runs): what a caller that can start the pool
+    early (the app, before Textual) asks of a single log."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False
+    if encoding_of(path) is Encoding.ZSTD:
+        return size >= ZSTD_SPLIT_THRESHOLD
+    return size >= SPLIT_THRESHOLD
 
 
 def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:

@@ -68,7 +68,9 @@ class RecordHead(msgspec.Struct, gc=False):
 
     type: str
     seq: int | None = None
-    seq0: int | None = None
+    #: UNSET when the line has no `seq0` key: a packed row's tag with one, even null
+    #: and beside a `seq`, is a packed row to the full reader (`codec.expand_record`).
+    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _PackedData(msgspec.Struct, gc=False):
@@ -121,7 +123,9 @@ class ListingHead(msgspec.Struct, gc=False):
 
     type: str
     seq: int | None = None
-    seq0: int | None = None
+    #: UNSET when the line has no `seq0` key: a packed row's tag with one, even null
+    #: and beside a `seq`, is a packed row to the full reader (`codec.expand_record`).
+    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
     data: msgspec.Raw = _NO_DATA
 
 
@@ -189,7 +193,6 @@ def has_reason_kind_raw(data: msgspec.Raw) -> bool:
 #: (The index's batch union names most of them too; it is not imported here: a
 #: listing does not load the index.)
 LISTED_TYPES: Final = (
-    "user/message",
     "assistant/message",
     "assistant/chunk",
     "assistant/attempt",
@@ -197,7 +200,6 @@ LISTED_TYPES: Final = (
     "step/end",
     "tool/call",
     "tool/result",
-    "session/end-seed",
     "session/title-llm-request",
     "agent/inbox/spliced",
     "agent/degenerate-response",
@@ -242,7 +244,8 @@ class _Listed(msgspec.Struct, tag_field="type", gc=False):
     first, so a record that decodes has the type `JSON.parse` reads."""
 
     seq: int | None = None
-    seq0: int | None = None
+    #: UNSET without a `seq0` key (see `ListingHead.seq0`).
+    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
 
     def width(self) -> int | None:
         """How many events the record holds as a packed row (its line has no `seq`):
@@ -263,6 +266,14 @@ class _ListedTurnEnd(_Listed, tag="turn/end", kw_only=True, gc=False):
 
 class _ListedTitle(_Listed, tag="session/title", gc=False):
     """A `session/title` (a class of its own: the listing counts them)."""
+
+
+class _ListedUser(_Listed, tag="user/message", gc=False):
+    """A `user/message` (a class of its own: the listing counts them)."""
+
+
+class _ListedEndSeed(_Listed, tag="session/end-seed", gc=False):
+    """A `session/end-seed` (a class of its own: the listing counts them)."""
 
 
 class _ListedRow(_Listed, gc=False):
@@ -308,12 +319,17 @@ def listing_decoder(packed_rows: bool) -> Callable[[bytes | memoryview], list[An
     for tag, (_, members) in PACKED_TAGS.items():
         base = (_ListedArgsRow if members == "args" else _ListedRow) if packed_rows else _Listed
         kinds.append(_listed_kind(base, tag))
-    union: Any = Union[(*kinds, _ListedTurnStart, _ListedTurnEnd, _ListedTitle)]
+    union: Any = Union[
+        (*kinds, _ListedTurnStart, _ListedTurnEnd, _ListedTitle, _ListedUser, _ListedEndSeed)
+    ]
     return msgspec.json.Decoder(union).decode_lines
 
 
 #: The class of a `listing_decoder` record that is a `session/title`.
 LISTED_TITLE: Final = _ListedTitle
+#: The classes of `listing_decoder` records that are a `user/message`, a `session/end-seed`.
+LISTED_USER: Final = _ListedUser
+LISTED_END_SEED: Final = _ListedEndSeed
 #: The type of a `listing_decoder` record that is a turn record, by its class.
 _TURN_KINDS: Final[dict[type[msgspec.Struct], str]] = {
     _ListedTurnStart: "turn/start",

@@ -14,6 +14,7 @@ import functools
 import math
 import mmap
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
@@ -21,6 +22,7 @@ from operator import attrgetter, is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+import msgspec
 import orjson
 
 from . import formats
@@ -33,10 +35,12 @@ from .logfile import (
     torn_frame_message,
     torn_line_message,
 )
-from .model import TURN_END, LogProblem, ProblemKind, SessionHeader
+from .model import END_SEED, TURN_END, LogProblem, ProblemKind, SessionHeader
 from .records import (
     INDEX_THRESHOLD,
+    LISTED_END_SEED,
     LISTED_TITLE,
+    LISTED_USER,
     MAX_HEADER_LINE,
     TURN_TYPES,
     HeadError,
@@ -81,11 +85,23 @@ _DATA: Final = attrgetter("data")
 #: Nones without end, to compare a list with item by item (`map(is_, seqs, _NONES)`).
 _NONES: Final = repeat(None)
 
+_SEQ0: Final = attrgetter("seq0")
+
+#: How many records of the types the byte searches look for a log holds, by their
+#: decoded types: (`session/title`, `user/message`, `session/end-seed`). `_scan`
+#: compares them with the lines its searches can find (dsh's own spelling at a line's
+#: start): a type spelled otherwise (`session\/title` is the same JSON string) would
+#: be missed by them, and is read whole instead.
+Tally = tuple[int, int, int]
 #: What the listing counts of a log's records: events, the last record decoded, the
-#: turn types in order, and how many `session/title` records it holds when every
-#: line was decoded by its type (`title_between`'s `titles`), else None.
-Counted = tuple[int, Any, list[str], int | None]
-_NO_RECORDS: Final[Counted] = (0, None, [], 0)
+#: turn types in order, and the `Tally`.
+Counted = tuple[int, Any, list[str], Tally]
+_NO_RECORDS: Final[Counted] = (0, None, [], (0, 0, 0))
+#: Each record line's type as spelled: the bytes between `{"type":"` at its start and
+#: the next quote (an escape in it makes it differ from the decoded type).
+#: The types `_scan`'s byte searches look for (the `Tally`'s).
+_SEARCHED: Final = frozenset({b"session/title", b"user/message", END_SEED.encode()})
+_SPELLED_TYPE: Final = re.compile(rb'\n\{"type":"([^"]*)"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,12 +599,21 @@ def _scan(
     counted = _count_block(buf, first_nl, end, records, not marker_cut) if records else _NO_RECORDS
     if counted is None:
         return None  # a line that is not a plain record in order: read it whole
+    events, last_obj, kinds, (titles, users, end_seeds) = counted
+    # The title, the first user message and the inherited seed's end are found by
+    # searching bytes for their lines: only when every record of those types is
+    # spelled as dsh spells it (else the search would miss one).
+    if (titles and buf.count(_TITLE, first_nl, end) != titles) or (
+        users and buf.count(_USER, first_nl, end) != users
+    ):
+        return None
     if marker_cut and header_values[10]:
+        if buf.count(_END_SEED, first_nl, end) != end_seeds:
+            return None
         cut = inherited_cut_between(buf, first_nl, end)
         if cut is None:
             return None  # seeded with no inherited marker: the full reader says so
         header_values = (*header_values[:5], cut, *header_values[6:])
-    events, last_obj, kinds, titles = counted
     turns, open_turn = count_turns(kinds)
     last_seq: int | None = None
     last_activity: int | None = None
@@ -649,8 +674,10 @@ def _count_block(
     # `_count_heads` then reads: what is answered here is its answer.
     if len(listed) != records:
         # (`_count_heads` would read as many values: the lines are the same JSON.)
-        return _count_lines(buf[start + 1 : end - 1], packed_rows)
+        return _count_lines(buf, start, end, packed_rows)
     seqs = list(map(_SEQ, listed))
+    if packed_rows and _rows_disagree(seqs, listed):
+        return None
     if None not in seqs:
         if seqs != list(range(records)):
             return None
@@ -679,7 +706,39 @@ def _count_block(
     except orjson.JSONDecodeError:
         return None
     classes = list(map(type, listed))
-    return expected, last, listed_turn_kinds(classes), classes.count(LISTED_TITLE)
+    tally = (
+        classes.count(LISTED_TITLE),
+        classes.count(LISTED_USER),
+        classes.count(LISTED_END_SEED),
+    )
+    return expected, last, listed_turn_kinds(classes), tally
+
+
+def _rows_disagree(seqs: list[int | None], records: list[Any]) -> bool:
+    """True when a record of a log with packed rows has a `seq0` key beside its `seq`
+    (to the full reader a packed row's tag with `seq0` is a packed row, whatever its
+    `seq`; to the counts only a line without a seq is one): such a log is read whole.
+    Counted in C: the records with a `seq0` key must be exactly those without a seq."""
+    without = seqs.count(None)
+    return len(records) - list(map(_SEQ0, records)).count(msgspec.UNSET) != without
+
+
+def _tally(types: list[str]) -> Tally:
+    return (types.count("session/title"), types.count("user/message"), types.count(END_SEED))
+
+
+def _spelled_as_decoded(buf: bytes, start: int, end: int, types: list[str]) -> bool:
+    """Whether each record line of `buf[start:end]` (laid out as for `title_between`)
+    whose decoded type (`types`, in order) is one the byte searches look for spells it
+    at its start as dsh does. A slower count, whose records may hold duplicate `type`
+    keys that disagree, checks this before its `Tally` is compared with what the
+    searches find (a line spelled like one of them but decoded otherwise then makes
+    the counts differ: `_scan`)."""
+    spelled = _SPELLED_TYPE.findall(buf, start, end)
+    if len(spelled) != len(types):
+        return False
+    decoded = [t.encode() for t in types]
+    return all(a == b for a, b in zip(spelled, decoded, strict=True) if b in _SEARCHED)
 
 
 def _follow_on(firsts: list[Any], counts: list[int]) -> int | None:
@@ -711,8 +770,10 @@ def _count_heads(
     except HeadError:
         heads = None
     if heads is None or len(heads) != records:
-        return _count_lines(buf[start + 1 : end - 1], packed_rows)
+        return _count_lines(buf, start, end, packed_rows)
     seqs = list(map(_SEQ, heads))
+    if packed_rows and _rows_disagree(seqs, heads):
+        return None
     if None not in seqs:
         if seqs != list(range(records)):
             return None
@@ -740,24 +801,33 @@ def _count_heads(
     if TURN_END in kinds and not all(
         map(has_reason_kind_raw, map(_DATA, compress(heads, map(TURN_END.__eq__, types))))
     ):
-        return _count_lines(buf[start + 1 : end - 1], packed_rows)
+        return _count_lines(buf, start, end, packed_rows)
+    if not _spelled_as_decoded(buf, start, end, types):
+        return None
     try:
         last = loads(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1])
     except orjson.JSONDecodeError:
         return None
-    return expected, last, kinds, None
+    return expected, last, kinds, _tally(types)
 
 
-def _count_lines(records: bytes, packed_rows: bool) -> Counted | None:
-    """`_count_records`, as `_count_block` answers (titles not counted)."""
-    counted = _count_records(records, packed_rows=packed_rows)
-    return None if counted is None else (*counted, None)
+def _count_lines(buf: bytes, start: int, end: int, packed_rows: bool) -> Counted | None:
+    """`_count_records` of the record lines `buf[start + 1 : end - 1]`, as
+    `_count_block` answers."""
+    counted = _count_records(buf[start + 1 : end - 1], packed_rows=packed_rows)
+    if counted is None:
+        return None
+    events, last, kinds, types = counted
+    if not _spelled_as_decoded(buf, start, end, types):
+        return None
+    return events, last, kinds, _tally(types)
 
 
 def _count_records(
     records: bytes, *, packed_rows: bool = True
-) -> tuple[int, Any, list[str]] | None:
-    """(events, the last record decoded, the turn types in order) of the record
+) -> tuple[int, Any, list[str], list[str]] | None:
+    """(events, the last record decoded, the turn types in order, every type in
+    order) of the record
     lines `records` (newline-separated, no final newline), when every line is one
     JSON value with a string type and its seqs follow on from 0 (packed rows
     expanded); None when only a full read can say what the lines hold.
@@ -772,6 +842,8 @@ def _count_records(
     except HeadError:
         return None
     seqs = list(map(_SEQ, heads))
+    if packed_rows and _rows_disagree(seqs, heads):
+        return None
     # Plain events must carry seqs 0, 1, 2, ... in order; a line without a seq is a
     # packed row (or odd: then read whole), which holds its members' seqs. Runs of
     # plain lines are compared whole, in C.
@@ -787,7 +859,7 @@ def _count_records(
             break
         prev = i + 1
         head = heads[i]
-        if not packed_rows or head.seq0 is None or head.type not in PACKED_TAGS:
+        if not packed_rows or type(head.seq0) is not int or head.type not in PACKED_TAGS:
             return None
         quick = packed_members(lines[i], head.type)
         if quick is None or quick[0] != expected:
@@ -800,8 +872,9 @@ def _count_records(
         return None
     if not all(has_reason_kind(end.get("data")) for end in ends):
         return None  # a turn/end without a reason kind: the full reader names the odd event
-    kinds = [t for t in map(_TYPE, heads) if t in TURN_TYPES]
-    return expected, last, kinds
+    types = list(map(_TYPE, heads))
+    kinds = [t for t in types if t in TURN_TYPES]
+    return expected, last, kinds, types
 
 
 #: Epoch ms of 0001-01-01 and of 9999-12-31 23:59:59.999: the instants a calendar holds.

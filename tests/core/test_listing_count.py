@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from turnline.core import summary
+from turnline.core.index import index_log
 from turnline.core.summary import summarize
 
 from ..conftest import fixture_logs
@@ -218,3 +219,72 @@ def test_the_union_counts_almost_every_real_fixture(answered: list[str]) -> None
     # The fixtures' warts (a torn tail, a turn/end without a reason) go the slower
     # ways; the clean majority must not.
     assert slower <= 0.05 * len(fixture_logs())
+
+
+def _escaped(record: dict[str, object]) -> bytes:
+    """`record`'s line with the `/` of its type escaped (`\\/`): the same JSON, which
+    `JSON.parse` reads as the same type, but bytes no search for dsh's spelling finds."""
+    line = _line(record)
+    etype = str(record["type"]).encode()
+    return line.replace(etype, etype.replace(b"/", b"\\/"), 1)
+
+
+def _user(seq: int, text: str) -> dict[str, object]:
+    return event(seq, "user/message", role="user", content=[{"type": "text", "text": text}])
+
+
+#: name -> (the header, the records after it): logs the listing once summarized
+#: otherwise than the full read (both bugs were in every count, the fast one included).
+HANDED_ON: dict[str, tuple[dict[str, object], bytes]] = {
+    # A packed row's tag with `seq0` is a packed row to the full reader (expanded, or
+    # refused if it is no good one), whatever `seq` it also has.
+    # (Last: what follows it then follows on from no count, the listing's nor the
+    # full reader's, and the listing once counted it as one event.)
+    "a packed row that also has a seq": (
+        HEADER,
+        _records(*turn_records(0, 1), {**_packed(4, 3), "seq": 4}),
+    ),
+    "a packed row's tag with a seq and a null seq0": (
+        HEADER,
+        _records(*turn_records(0, 1))
+        + b'{"type":"text-chunks","seq":4,"seq0":null,"time":1,"data":{"texts":["a"]}}\n'
+        + _records(*turn_records(5, 2)),
+    ),
+    # Types escaped: the byte searches for the title, the first user message and the
+    # inherited seed's end must not miss them.
+    "an escaped title": (
+        HEADER,
+        _records(*turn_records(0, 1)) + _escaped(_title(4, "T")) + _records(*_turns(5, 1)),
+    ),
+    "an escaped title after a plain one": (
+        HEADER,
+        _records(*turn_records(0, 1), _title(4, "first"))
+        + _escaped(_title(5, "second"))
+        + _records(*_turns(6, 1)),
+    ),
+    "an escaped first user message": (
+        HEADER,
+        _records(event(0, "turn/start", turn=1))
+        + _escaped(_user(1, "the escaped one"))
+        + _records(_user(2, "a later one"), event(3, "turn/end", turn=1, reason={"kind": "x"})),
+    ),
+    "an escaped first user message (V5)": (
+        HEADER_V5,
+        _records(event(0, "turn/start", turn=1))
+        + _escaped(_user(1, "the escaped one"))
+        + _records(_user(2, "a later one"), event(3, "turn/end", turn=1, reason={"kind": "x"})),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HANDED_ON))
+def test_what_the_byte_scan_cannot_see_is_listed_as_a_full_read_lists_it(
+    tmp_path: Path, case: str
+) -> None:
+    header, body = HANDED_ON[case]
+    name = "session.v5.jsonl" if header.get("version") == 5 else "session.jsonl"
+    log = tmp_path / name
+    log.write_bytes(_line(header) + body)
+    full = full_read(log).summary
+    assert summarize(log) == full
+    assert index_log(log).summary == full
