@@ -235,16 +235,15 @@ def main() -> None:
         sys.stdout.write(orjson.dumps(asyncio.run(floor())).decode() + "\n")
         return
     target = Path(sys.argv[2])
+    # As `turnline PATH` starts (cli.main.cmd_open), before Textual is imported: for a
+    # root the pool and the scan in it, which overlap with the imports; for one big
+    # log the pool, which then takes the second half of its index.
+    from turnline.core.root import SessionRoot
+
+    scan = SessionRoot(target).start_before_ui()
     if mode == "rows":
         result = asyncio.run(rows(target))
     elif mode == "tree":
-        # As `turnline ROOT` does (cli.main.cmd_open): the pool starts and the scan
-        # runs in it before Textual is imported, so the two overlap.
-        from turnline.core.parallel import start_pool
-        from turnline.core.root import SessionRoot
-
-        start_pool()
-        scan = SessionRoot(target).scan_in_background()
         result = asyncio.run(tree(target, scan))
     else:
         result = asyncio.run(live(target, int(sys.argv[3])))

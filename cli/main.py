@@ -22,7 +22,7 @@ from typing import Any, Final, NamedTuple, NoReturn
 
 import orjson
 from turnline.core.lineage import Links, link_key, link_sessions
-from turnline.core.parallel import start_pool, stop_pool
+from turnline.core.parallel import stop_pool
 from turnline.core.root import (
     PlainListed,
     RootError,
@@ -908,10 +908,9 @@ def cmd_open(args: argparse.Namespace) -> int:
         return 2
     # The scan runs in the process pool while Textual loads (half a second of imports):
     # the pool's workers are forked now, while this process has one thread, and never
-    # again (the app forks nothing: see docs/ARCHITECTURE.md, Processes).
-    scan = None
-    if root.single is None and start_pool() is not None:
-        scan = root.scan_in_background()
+    # again (the app forks nothing: see docs/ARCHITECTURE.md, Processes). One big log
+    # gets the pool too: its index takes the second half there.
+    scan = root.start_before_ui()
     run_app = _lazy("turnline.tui", "run_app", "the terminal UI")
     status = run_app(path, poll=args.poll, scan=scan)
     return status if isinstance(status, int) else 0

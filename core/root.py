@@ -47,7 +47,14 @@ from .model import (
     SessionEvent,
     SessionHeader,
 )
-from .parallel import MIN_SHARE, discard_broken, process_pool, split_map, usable_cores
+from .parallel import (
+    MIN_SHARE,
+    discard_broken,
+    process_pool,
+    split_map,
+    start_pool,
+    usable_cores,
+)
 from .records import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
 from .store import (
     ForkErrorCode,
@@ -900,6 +907,22 @@ class SessionRoot:
             found.extend(logs)
             entries.extend(unit_entries)
         return found, problems, entries if render else None
+
+    def start_before_ui(self) -> BackgroundScan | None:
+        """Start, while this process has one thread, what the app then takes in: for
+        a root, the process pool and the scan in it (`scan_in_background`); for one
+        log big enough to be indexed in two halves (`index.worth_splitting`), the pool
+        alone, so its load takes the second half there as a headless command does.
+        Returns the scan started, if any. Nothing starts with fewer than two cores
+        (`parallel.start_pool`).
+        """
+        if self.single is None:
+            return self.scan_in_background() if start_pool() is not None else None
+        from .index import worth_splitting
+
+        if worth_splitting(self.single):
+            start_pool()
+        return None
 
     def scan_in_background(self) -> BackgroundScan:
         """Start `scan` in the process pool; `BackgroundScan.result()` takes it in.
