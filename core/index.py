@@ -103,6 +103,8 @@ ANCHOR_SPACING: Final = 256 << 10
 #: Bytes of a line longer than a block that `_prefix_error` decodes to tell junk early
 #: (orjson on the whole block would build a string of up to 4x its size).
 PREFIX_CHECK: Final = 64 << 10
+#: Bytes read at a time while looking for the end of a line longer than a block.
+NEWLINE_WINDOW: Final = 1 << 20
 #: Seconds between two progress reports.
 PROGRESS_INTERVAL: Final = 0.05
 
@@ -1126,11 +1128,14 @@ def _index_raw_lines(
                 # A single line longer than a block: find its end in bounded windows,
                 # and read it whole only if its first block could begin a record
                 # (a run of NULs after a crash, or other junk, is not held in memory).
-                line_end = _find_newline(fd, pos + len(chunk), end_at)
+                # Its first block is not held meanwhile: only the head checked.
+                head, read = chunk[:PREFIX_CHECK], len(chunk)
+                del chunk
+                line_end = _find_newline(fd, pos + read, end_at)
                 if line_end < 0:
                     ix.set_tail(torn_line_message(size - pos))
                     return
-                why = _prefix_error(chunk[:PREFIX_CHECK])
+                why = _prefix_error(head)
                 if why is not None:
                     bad_line = ix.line + 1
                     rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
@@ -1139,7 +1144,7 @@ def _index_raw_lines(
                     ix.stop(stop, bad_line, rest)
                     return
                 if line_end - pos >= LONG_LINE:
-                    refused = ix.consume_long(pos, line_end, chunk)
+                    refused = ix.consume_long(pos, line_end, head)
                     if refused is not None:
                         bad_line = ix.line + 1
                         rest = _scan_rest_for_turn_end(fd, line_end + 1, size)
@@ -1164,6 +1169,7 @@ def _index_raw_lines(
             ix.stop(halt.stop, bad_line, rest)
             return
         pos += end
+        del chunk, block  # before the next block is read: one block held at a time
     if limit is not None:
         return
     ix.set_tail(None)
@@ -1379,7 +1385,7 @@ def _pread_all(fd: int, n: int, pos: int) -> bytes:
 def _find_newline(fd: int, pos: int, end: int) -> int:
     """File offset of the first newline in `[pos, end)`, -1 if none (bounded reads)."""
     while pos < end:
-        chunk = os.pread(fd, min(BLOCK_SIZE, end - pos), pos)
+        chunk = os.pread(fd, min(NEWLINE_WINDOW, end - pos), pos)
         if not chunk:
             return -1
         k = chunk.find(b"\n")

@@ -57,6 +57,9 @@ WINDOW: Final = 1 << 20
 #: of KB), so windows start this small and double up to `WINDOW` (a 1 MiB first window
 #: made every turn of a big zstd log decompress 16 times what it needed).
 FIRST_WINDOW: Final = 1 << 16
+#: The most bytes of a long string decoded at once: orjson reserves about fifteen
+#: times its input while it decodes, so a whole window decoded at once costs tens of MB.
+DECODE_PIECE: Final = 64 << 10
 #: The most bytes of a long line's skeleton (everything but its clipped strings).
 SKELETON_LIMIT: Final = 16 << 20
 
@@ -246,6 +249,17 @@ def _decode(body: bytes | memoryview) -> str:
     return text if isinstance(text, str) else ""
 
 
+def _pieces(buf: bytes, lo: int, hi: int) -> Iterator[str]:
+    """The text of the string body `buf[lo:hi]` (cut between two characters at both
+    ends), decoded `DECODE_PIECE` bytes at a time."""
+    view = memoryview(buf)
+    while hi - lo > DECODE_PIECE:
+        cut = _tail_cut(buf, lo, lo + DECODE_PIECE)
+        yield _decode(view[lo:cut])
+        lo = cut
+    yield _decode(view[lo:hi])
+
+
 def decode_body(raw: bytes) -> str:
     """The text of a whole string body (`raw` sits between a string's quotes), lone
     surrogates as U+FFFD."""
@@ -350,16 +364,15 @@ def _string(stream: _Stream, i: int, place: LinePlace | None) -> tuple[int, byte
         buf = stream.buf
         q = _closing_quote(buf, i, len(buf))
         cut = q if q >= 0 else _tail_cut(buf, i, len(buf))
-        body = memoryview(buf)[i:cut]
         if kept_len <= CLIP_BYTES:
-            kept.append(bytes(body))
-            kept_len += len(body)
-        text = _decode(body)
-        chars += len(text)
-        if text_len < PREFIX_CHARS:
-            texts.append(text[: PREFIX_CHARS - text_len])
-            text_len += len(texts[-1])
-        del text
+            kept.append(buf[i : min(cut, i + CLIP_BYTES + 1)])
+            kept_len += cut - i
+        for text in _pieces(buf, i, cut):
+            chars += len(text)
+            if text_len < PREFIX_CHARS:
+                texts.append(text[: PREFIX_CHARS - text_len])
+                text_len += len(texts[-1])
+            del text
         if q >= 0:
             end = stream.base + q
             if end - start <= CLIP_BYTES:

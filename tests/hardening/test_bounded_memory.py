@@ -20,6 +20,7 @@ import pytest
 from turnline.cli import main
 from turnline.core import index as index_module
 from turnline.core import longline as longline_module
+from turnline.core.clipped import PREFIX_CHARS, Clipped
 from turnline.core.content import (
     FIELD_LIMIT,
     AssistantText,
@@ -192,6 +193,44 @@ def test_a_turn_with_a_200_mb_result_loads_and_shows_within_a_bounded_window(
     turn = view.turns[0]
     assert turn.forkable and turn.turn.tools == ("bash",) and turn.turn.end_seq == 6
     assert turn.turn.assistant == (ASSISTANT_UNIT * 100)[:2000]
+
+
+def test_a_field_longer_than_a_block_is_indexed_in_a_block_and_a_few_windows(
+    tmp_path: Path,
+) -> None:
+    """A 9 MB message (longer than a block) and a 9 MB result are indexed holding one
+    block and a few windows, never a whole window's text decoded at once: orjson
+    reserves about fifteen times what it decodes (a 1 MiB window took 30 MB), and the
+    app's threads each kept such a peak as resident memory."""
+    log = write_huge_log(tmp_path / "root", assistant_mb=9, result_mb=9)
+    assert len(ASSISTANT_UNIT.encode()) * log.assistant_repeats > index_module.BLOCK_SIZE
+    data = log.path.read_bytes()
+    result_at = data.index(b'{"type":"tool/result"')
+    del data
+    window = longline_module.WINDOW
+    longline_module._cache.clear()
+    tracemalloc.start()
+    try:
+        indexed = index_module.index_log(log.path)
+        _, indexing = tracemalloc.get_traced_memory()
+        longline_module._cache.clear()
+        tracemalloc.reset_peak()
+        place = longline_module.LinePlace(log.path, False, result_at)
+        record = next(longline_module.lines(place))
+        _, decoding = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert indexing < index_module.BLOCK_SIZE + 8 * window, f"indexing held {indexing / MB:.1f} MB"
+    assert decoding < 8 * window, f"decoding the result held {decoding / MB:.1f} MB"
+    assert not indexed.problems
+    (first, second) = indexed.timeline.turns
+    assert first.assistant == (ASSISTANT_UNIT * 100)[:2000]
+    assert (first.tools, first.end_seq, second.user) == (("bash",), 6, "thanks")
+    assert isinstance(record, longline_module.LongRecord) and record.error is None
+    (part,) = record.value["data"]["message"]["content"][0]["content"]
+    text = part["text"]
+    assert isinstance(text, Clipped) and text.chars == log.result_chars
+    assert str(text) == (RESULT_UNIT * (PREFIX_CHARS // len(RESULT_UNIT) + 1))[:PREFIX_CHARS]
 
 
 _PEAK_RSS = """
