@@ -81,6 +81,7 @@ from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
     MAX_HEADER_LINE,
     MAX_SEQ_PROBLEMS,
+    RECORD_TYPES,
     TURN_END_LINE,
     TURN_END_OVERLAP,
     HeadError,
@@ -289,39 +290,10 @@ def _packed_rows(
 
 # -- a batch in one msgspec call: a Struct per record kind ------------------------------
 
-#: Record types read in one call with the structural ones (`_decode_batch`): a batch
-#: holding any other type is decoded in three calls instead (same result). dsh's
-#: common types, V0 to V5.
-_PLAIN_TYPES: Final = (
-    "assistant/chunk",
-    "step/end",
-    "request/context",
-    "request/header",
-    "tool/result",
-    "assistant/attempt",
-    "system/message",
-    "developer/message",
-    "sandbox/mode",
-    "approval/policy",
-    "approval/asked",
-    "approval/decided",
-    "permission/preset",
-    "hook/invoked",
-    "hook/result",
-    "tool/code-dispatch",
-    "tool/code-dispatch-start",
-    "command/run",
-    "command/done",
-    "todo/write",
-    "llm/retry",
-    "llm/retry-started",
-    "compaction/start",
-    "compaction/summary",
-    "compaction/end",
-    "image/offload",
-    "subagent/descriptor",
-    "subagent/catalog",
-)
+#: Record types read in one call with the structural ones (`_batch_decoder`): dsh's
+#: types that the timeline does not read (`records.RECORD_TYPES`). A batch holding
+#: any other type is decoded in three calls instead (same result).
+_PLAIN_TYPES: Final = tuple(t for t in RECORD_TYPES if t not in TIMELINE_TYPES)
 
 
 class _Record(msgspec.Struct, tag_field="type", gc=False):

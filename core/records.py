@@ -187,12 +187,16 @@ def has_reason_kind_raw(data: msgspec.Raw) -> bool:
 
 # -- the listing's count in one msgspec call: a Struct per record type ------------------
 
-#: Record types the listing's one-call count knows (`listing_decoder`) besides turn
-#: records, `session/title` and the packed tags: dsh's types, V0 to V5. A log holding
-#: any other type is counted with `ListingHead`s instead (two calls, same answer).
-#: (The index's batch union names most of them too; it is not imported here: a
-#: listing does not load the index.)
-LISTED_TYPES: Final = (
+#: dsh's record types, V0 to V5, but for the packed rows' tags (`PACKED_TAGS`): what
+#: the one-call unions name, the listing's (`listing_decoder`) and the index's batch
+#: union (`index._batch_decoder`). A log holding any other type is still read, in a
+#: few more calls, with the same result.
+RECORD_TYPES: Final = (
+    "turn/start",
+    "turn/end",
+    "user/message",
+    "session/title",
+    "session/end-seed",
     "assistant/message",
     "assistant/chunk",
     "assistant/attempt",
@@ -234,6 +238,13 @@ LISTED_TYPES: Final = (
     "subagent/descriptor",
     "subagent/catalog",
 )
+
+#: The types the listing's union gives a class of their own (they are counted).
+_LISTED_APART: Final = frozenset(
+    ("turn/start", "turn/end", "session/title", "user/message", "session/end-seed")
+)
+#: The types of the listing's union that share one record shape.
+LISTED_TYPES: Final = tuple(t for t in RECORD_TYPES if t not in _LISTED_APART)
 
 
 class _Listed(msgspec.Struct, tag_field="type", gc=False):

@@ -850,9 +850,7 @@ class SessionRoot:
         """`_scan_states`, and with `render` each log's `ls --json` entry as
         `_scan_unit` writes it, when the scan was parallel (else None)."""
         if self.single is None:
-            # (No flag when it is off: the parallel scan keeps its call without one,
-            # which the tests replace to get the serial scan.)
-            found = self._scan_parallel(render=True) if render else self._scan_parallel()
+            found = self._scan_parallel(render=render)
             if found is not None:
                 return found
         paths = self.log_paths()

@@ -116,7 +116,7 @@ def _write_big_root(root: Path) -> None:
 
 def _serial(root: Path) -> tuple[list[SessionSummary], list[tuple[Path, str]]]:
     serial = SessionRoot(root)
-    serial._scan_parallel = lambda: None  # type: ignore[method-assign]
+    serial._scan_parallel = lambda render=False: None  # type: ignore[method-assign]
     return serial.scan(), serial.scan_problems
 
 
