@@ -70,7 +70,7 @@ from .summary import (
     state_link_key,
     summarize,
     summarize_small,
-    summary_state,
+    summary_states,
     title_between,
 )
 from .textsafe import one_line
@@ -471,7 +471,7 @@ class BackgroundScan:
     def __init__(self, root: SessionRoot) -> None:
         self.root = root
         #: The batches' tasks, in discovery order.
-        self.tasks: list[Future[list[_UnitResult]]] = []
+        self.tasks: list[Future[_UnitResult]] = []
         #: The serial scan's task (a one-log root, a directory symlink near the top).
         self.whole: Future[tuple[list[_FoundLog], list[tuple[str, str]]]] | None = None
         self._walked: list[tuple[int, int]] = []
@@ -509,7 +509,7 @@ class BackgroundScan:
             top = str(root.path)
             for k in range(0, len(units), self.BATCH):
                 chunk = units[k : k + self.BATCH]
-                self.tasks.append(self._pool.submit(_scan_units, frozen, top, chunk))
+                self.tasks.append(self._pool.submit(_scan_batch, frozen, chunk, top))
         except Exception:  # a broken or stopped pool: `result` scans here
             self._cancel()
 
@@ -558,7 +558,7 @@ class BackgroundScan:
             if self._pool is not None:
                 discard_broken(self._pool)
 
-    def _take(self, tasks: list[Future[list[_UnitResult]]]) -> _Taken | None:
+    def _take(self, tasks: list[Future[_UnitResult]]) -> _Taken | None:
         """Take every batch in order as it is done; None if any task failed or two
         walks met one folder (only the serial walk is right then)."""
         logs: list[tuple[Path, str | None, SessionSummary | None]] = []
@@ -566,35 +566,27 @@ class BackgroundScan:
         keys = set(self._walked)
         for k, task in enumerate(tasks):
             try:
-                results = task.result()
+                found_logs, errors, walked, _entries = task.result()
             except Exception:  # a crashed worker, a broken pool
                 for later in tasks[k + 1 :]:
                     later.cancel()
                 return None
-            for found_logs, errors, walked, _entries in results:
-                if (-1, -1) in walked or not keys.isdisjoint(walked):
-                    for later in tasks[k + 1 :]:
-                        later.cancel()
-                    return None
-                keys.update(walked)
-                problems.extend(errors)
-                for path_str, sid, state in found_logs:
-                    path = Path(path_str)
-                    summary = None if state is None else SessionSummary.from_state(path, state)
-                    logs.append((path, sid, summary))
+            if (-1, -1) in walked or not keys.isdisjoint(walked):
+                for later in tasks[k + 1 :]:
+                    later.cancel()
+                return None
+            keys.update(walked)
+            problems.extend(errors)
+            for path_str, sid, state in found_logs:
+                path = Path(path_str)
+                summary = None if state is None else SessionSummary.from_state(path, state)
+                logs.append((path, sid, summary))
         return logs, problems
 
 
 #: What `BackgroundScan._take` gathers: (path, layout id, summary or None for a log
 #: to index) in discovery order, and the folders that could not be listed.
 _Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tuple[str, str]]]
-
-
-def _scan_units(
-    seen: frozenset[tuple[int, int]], top: str, units: list[_Found]
-) -> list[_UnitResult]:
-    """One `BackgroundScan` task, in a pool worker."""
-    return [_scan_unit(seen, u, top) for u in units]
 
 
 class PlainListed(NamedTuple):
@@ -848,21 +840,16 @@ class SessionRoot:
         self, render: bool = False
     ) -> tuple[list[_FoundLog], list[tuple[str, str]], list[bytes | None] | None]:
         """`_scan_states`, and with `render` each log's `ls --json` entry as
-        `_scan_unit` writes it, when the scan was parallel (else None)."""
+        `_scan_batch` writes it, when the scan was parallel (else None)."""
         if self.single is None:
             found = self._scan_parallel(render=render)
             if found is not None:
                 return found
         paths = self.log_paths()
         limit = {Encoding.ZSTD: ZSTD_INDEX_THRESHOLD, Encoding.RAW: INDEX_THRESHOLD}
-        states = [
-            (
-                str(path),
-                sid,
-                summary_state(str(path), sid, limit[encoding_of(path) or Encoding.RAW]),
-            )
-            for path, sid in paths
-        ]
+        asked = [(str(path), sid, limit[encoding_of(path) or Encoding.RAW]) for path, sid in paths]
+        got = summary_states(asked)
+        states = [(name, sid, state) for (name, sid, _), state in zip(asked, got, strict=True)]
         return states, [(str(p), why) for p, why in self.scan_problems], None
 
     def _scan_parallel(
@@ -872,8 +859,9 @@ class SessionRoot:
         gain from it or the walks could have overlapped.
 
         The root's top two levels are walked here; each folder below (a session
-        folder in dsh's layout) becomes one unit that `parallel.split_map` hands
-        to a process, which walks and summarizes it. Units keep discovery order, so
+        folder in dsh's layout) becomes one unit, and `parallel.split_map` hands
+        batches of `SCAN_BATCH` units to processes, which walk and summarize them
+        (`_scan_batch`). Units keep discovery order, so
         the result is the serial one. If any walk met a directory symlink, or two
         walks met the same folder, the serial walk runs instead (it skips a folder
         seen twice; separate walks cannot).
@@ -887,11 +875,13 @@ class SessionRoot:
         )
         if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
             return None
+        batches = [units[k : k + SCAN_BATCH] for k in range(0, len(units), SCAN_BATCH)]
         results = split_map(
-            functools.partial(_scan_unit, frozenset(seen), top=top, render=render),
-            units,
+            functools.partial(_scan_batch, frozenset(seen), top=top, render=render),
+            batches,
             pack=_same,
             unpack=_same_unit,
+            min_share=MIN_SHARE // SCAN_BATCH,
         )
         keys = set(walked)
         found: list[_FoundLog] = []
@@ -1393,32 +1383,50 @@ _UnitResult = tuple[
 ]
 
 
-def _scan_unit(
-    seen: frozenset[tuple[int, int]], unit: _Found, top: str | None = None, render: bool = False
+#: Units per item of a parallel scan's `split_map` (`_scan_batch`): enough that
+#: their system calls are made together, few enough to share the work evenly.
+SCAN_BATCH: Final = 50
+
+
+def _scan_batch(
+    seen: frozenset[tuple[int, int]],
+    units: Sequence[_Found],
+    top: str | None = None,
+    render: bool = False,
 ) -> _UnitResult:
-    """Walk and summarize one unit of a parallel scan (in any process); `top` is the
-    root's real path (see `_walk`). With `render`, also write each log's `ls --json`
-    entry (`summary.state_json_bytes`; None for a log to index, or one orjson cannot
-    write), the generations of a log alone in its folder known from the walk."""
-    logs: list[tuple[str, str | None, tuple[Any, ...] | None]] = []
+    """Walk and summarize units of a parallel scan (in any process), as one result in
+    their order; `top` is the root's real path (see `_walk`). The units' folders are
+    walked first, then their logs read and summarized (`summary_states`: system calls
+    together, scans together). If two of the walks met one folder, the folders walked
+    end with (-1, -1): only the serial walk is right then. With `render`, also write
+    each log's `ls --json` entry (`summary.state_json_bytes`; None for a log to index,
+    or one orjson cannot write), the generations of a log alone in its folder known
+    from the walk."""
+    found: list[tuple[str, str | None]] = []
     errors: list[tuple[str, str]] = []
     walked: list[tuple[int, int]] = []
     crowded: set[str] = set()
-    if unit[0] == "folder":
-        items: Iterable[_Found] = _walk(
-            [(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked, top=top, crowded=crowded
-        )
-    else:
-        items = (unit,)
-        if unit[0] == "log":
-            crowded.add(unit[1])  # found near the top: its folder's entries unknown
-    for item in items:
-        if item[0] == "log":
-            path = item[1]
-            limit = ZSTD_INDEX_THRESHOLD if path.endswith(ZSTD_SUFFIX) else INDEX_THRESHOLD
-            logs.append((path, item[2], summary_state(path, item[2], limit)))
-        elif item[0] == "error":
-            errors.append((item[1], item[2].strerror or str(item[2])))
+    for unit in units:
+        if unit[0] == "folder":
+            items: Iterable[_Found] = _walk(
+                [(unit[1], unit[2], unit[3], 2)], set(seen), walked=walked, top=top, crowded=crowded
+            )
+        else:
+            items = (unit,)
+            if unit[0] == "log":
+                crowded.add(unit[1])  # found near the top: its folder's entries unknown
+        for item in items:
+            if item[0] == "log":
+                found.append((item[1], item[2]))
+            elif item[0] == "error":
+                errors.append((item[1], item[2].strerror or str(item[2])))
+    if len(set(walked)) != len(walked):
+        walked.append((-1, -1))
+    states = summary_states(
+        (path, sid, ZSTD_INDEX_THRESHOLD if path.endswith(ZSTD_SUFFIX) else INDEX_THRESHOLD)
+        for path, sid in found
+    )
+    logs = [(path, sid, state) for (path, sid), state in zip(found, states, strict=True)]
     entries: list[bytes | None] = []
     if render:
         # A log alone in its folder is its only generation: its folder is not listed
@@ -1436,7 +1444,7 @@ def _same(value: _UnitResult) -> object:
     return value
 
 
-def _same_unit(_unit: _Found, value: object) -> _UnitResult:
+def _same_unit(_units: Sequence[_Found], value: object) -> _UnitResult:
     return cast(_UnitResult, value)
 
 

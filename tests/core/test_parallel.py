@@ -313,3 +313,47 @@ def test_no_gc_nests_across_holders_and_restores_the_collector() -> None:
         assert not gc.isenabled()  # it was off before: left off
     finally:
         gc.enable()
+
+
+# -- batches: system calls together, scans together -----------------------------------
+
+
+@pytest.mark.parametrize("budget", [1, 5000, 1 << 20])
+def test_summary_states_are_each_logs_summary_state(
+    fixtures_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    """Read in batches of any size (one log, a few, all), each log's state is the one
+    `summary_state` gives it alone: the real logs, one that cannot be read, one too
+    big to read whole, and a zstd one."""
+    from turnline.core import summary
+
+    monkeypatch.setattr(summary, "READ_BATCH", budget)
+    logs: list[tuple[str, str | None, int | None]] = [
+        (str(p), None, None) for p in sorted(fixtures_root.rglob("*.jsonl"))
+    ]
+    gone = tmp_path / "gone.jsonl"
+    big = logs[0][0]
+    zst = tmp_path / "z.jsonl.zstd"
+    import zstandard
+
+    zst.write_bytes(zstandard.ZstdCompressor().compress(Path(logs[1][0]).read_bytes()))
+    logs[3:3] = [(str(gone), "gone-id", None), (big, None, 10), (str(zst), None, 1 << 20)]
+    got = summary.summary_states(logs)
+    assert got == [summary.summary_state(*log) for log in logs]
+    assert got[4] is None  # too big: the caller indexes it
+    assert got[3] is not None and got[3][8][0][0] == "unreadable"
+    assert got[5] is not None and got[5][1] == "zstd"
+    assert sum(1 for state in got if state is not None) == len(logs) - 1
+
+
+def test_two_walks_of_one_folder_in_a_batch_make_the_scan_serial(tmp_path: Path) -> None:
+    """A batch's units are walked separately: one folder met by two of them (a bind
+    mount, say) ends the folders walked with (-1, -1), as a directory symlink does."""
+    _write_root(tmp_path, 3)
+    folder = tmp_path / "--home-dev-p0--" / "s00000"
+    unit = ("folder", str(folder), folder.name, folder.parent.name)
+    logs, errors, walked, _ = root_module._scan_batch(frozenset(), [unit, unit])
+    assert (-1, -1) in walked and errors == []
+    assert [p for p, _, _ in logs] == [str(folder / "session.jsonl")] * 2
+    _, _, once, _ = root_module._scan_batch(frozenset(), [unit])
+    assert (-1, -1) not in once and len(once) == 1
