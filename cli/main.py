@@ -18,13 +18,13 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, NamedTuple, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn, cast
 
 import orjson
 from turnline.core.lineage import Links, link_key, link_sessions
 from turnline.core.parallel import stop_pool
 from turnline.core.root import (
-    PlainListed,
+    PlainListing,
     RootError,
     SessionLookupError,
     SessionRoot,
@@ -96,15 +96,22 @@ def _print_json(value: Any, *, floats: bool = True) -> None:
     _print_bytes(_json_bytes(value, floats))
 
 
+def _print_parts(parts: Sequence[bytes]) -> None:
+    """Print UTF-8 `parts` (a JSON document in pieces) as they are, one after another
+    (a big document is not copied again to join its pieces)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        _write(sys.stdout, b"".join(parts).decode("utf-8"))
+        return
+    sys.stdout.flush()
+    for part in parts:
+        buffer.write(part)
+    buffer.flush()
+
+
 def _print_bytes(data: bytes) -> None:
     """Print UTF-8 `data` (a JSON document) as it is."""
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None:
-        sys.stdout.flush()
-        buffer.write(data)
-        buffer.flush()
-    else:
-        _write(sys.stdout, data.decode("utf-8"))
+    _print_parts((data,))
 
 
 def _json_bytes(value: Any, floats: bool = True) -> bytes:
@@ -399,22 +406,25 @@ def cmd_ls(args: argparse.Namespace) -> int:
         # Straight from the scan's plain values to JSON: no summary objects, and the
         # lineage rules run on plain values too (ten thousand logs: a third faster).
         found, _ = root.scan_plain()
-        links = link_sessions([state_link_key(log.path, log.state) for log in found])
-        order: Sequence[int] = range(len(found))
+        links = link_sessions(list(map(state_link_key, found.paths, found.states)))
+        order: Sequence[int] = range(len(found.paths))
         if sort != "path" or args.reverse:
-            listed = [_listed_state(log.state) for log in found]
+            listed = [_listed_state(state) for state in found.states]
             order = _ls_order(listed, sort, args.reverse, lambda: links)
         rendered = _json_entries(found, order, links)
         if rendered is not None:
             # The document orjson writes for the list of entries, joined from the
             # entries themselves (most written by the processes that scanned them).
-            _print_bytes(b"[\n" + b",\n".join(rendered) + b"\n]\n" if rendered else b"[]\n")
+            if rendered:
+                _print_parts([b"[\n", b",\n".join(rendered), b"\n]\n"])
+            else:
+                _print_parts([b"[]\n"])
             return 0
         # An entry orjson cannot write (see `state_json_bytes`). Listing entries hold
         # only strings, integers, booleans and None (the header's numbers are integers
         # by `parse_header`), so the float walk is skipped.
         _print_json(
-            [state_json(found[i].path, found[i].state, links.problems.get(i, ())) for i in order],
+            [state_json(found.paths[i], found.states[i], links.problems.get(i, ())) for i in order],
             floats=False,
         )
         return 0
@@ -435,23 +445,24 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_entries(
-    found: Sequence[PlainListed], order: Sequence[int], links: Links
-) -> list[bytes] | None:
+def _json_entries(found: PlainListing, order: Sequence[int], links: Links) -> list[bytes] | None:
     """The `ls --json` entries of `found` in `order` (`summary.state_json_bytes`),
     each as the scan wrote it unless the lineage found problems in it; None if one
     cannot be written so."""
-    entries = []
+    entries = found.entries
+    if not links.problems and None not in entries:
+        written = cast(list[bytes], entries)  # (no entry is None)
+        return written if order == range(len(written)) else [written[i] for i in order]
+    out = []
     for i in order:
-        log = found[i]
         problems = links.problems.get(i)
-        entry = log.entry if not problems else None
+        entry = entries[i] if not problems else None
         if entry is None:
-            entry = state_json_bytes(log.path, log.state, problems or ())
+            entry = state_json_bytes(found.paths[i], found.states[i], problems or ())
             if entry is None:
                 return None
-        entries.append(entry)
-    return entries
+        out.append(entry)
+    return out
 
 
 def _listed_state(state: tuple[Any, ...]) -> _Listed:

@@ -589,17 +589,18 @@ class BackgroundScan:
 _Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tuple[str, str]]]
 
 
-class PlainListed(NamedTuple):
-    """One log of `SessionRoot.scan_plain`."""
+class PlainListing(NamedTuple):
+    """`SessionRoot.scan_plain`'s logs, in discovery order, as columns (one entry per
+    log in each)."""
 
-    #: The log's path.
-    path: str
-    #: Its summary as `SessionSummary.to_state` values.
-    state: tuple[Any, ...]
-    #: Its `ls --json` entry without cross-session problems
-    #: (`summary.state_json_bytes`), when the process that scanned it wrote it; None
-    #: for the caller to write.
-    entry: bytes | None
+    #: The logs' paths.
+    paths: list[str]
+    #: Their summaries as `SessionSummary.to_state` values.
+    states: list[tuple[Any, ...]]
+    #: Their `ls --json` entries without cross-session problems
+    #: (`summary.state_json_bytes`) where the process that scanned them wrote them;
+    #: None for the caller to write.
+    entries: list[bytes | None]
 
 
 #: A scan's plain result: every log as (path, layout id, summary state or None for a
@@ -811,9 +812,9 @@ class SessionRoot:
                 self._changed()
         return summaries
 
-    def scan_plain(self) -> tuple[list[PlainListed], list[tuple[str, str]]]:
+    def scan_plain(self) -> tuple[PlainListing, list[tuple[str, str]]]:
         """`scan` as plain values, for a caller that only prints them (`ls --json`):
-        each log as a `PlainListed`, and the folders that could not be listed. Builds
+        the logs as a `PlainListing`, and the folders that could not be listed. Builds
         no summary objects and leaves the root as it was (a big log is still indexed,
         and its index kept).
 
@@ -821,14 +822,15 @@ class SessionRoot:
         scanned it, so the caller's own work after the scan (alone on one core) is
         only the lineage and the joining of the entries."""
         found, problems, entries = self._scan_listing(render=True)
-        return [
-            PlainListed(
-                path,
-                state if state is not None else self._summarize(Path(path), sid).to_state(),
-                entries[k] if entries is not None else None,
-            )
-            for k, (path, sid, state) in enumerate(found)
-        ], problems
+        if not found:
+            return PlainListing([], [], []), problems
+        paths, sids, maybe = (list(column) for column in zip(*found, strict=True))
+        k = -1
+        for _ in range(maybe.count(None)):  # logs big enough to index (few)
+            k = maybe.index(None, k + 1)
+            maybe[k] = self._summarize(Path(paths[k]), sids[k]).to_state()
+        states = cast(list[tuple[Any, ...]], maybe)
+        return PlainListing(paths, states, entries or [None] * len(paths)), problems
 
     def _scan_states(self) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
         """Every log as (path, layout id, summary state or None for a log to index),
@@ -879,8 +881,8 @@ class SessionRoot:
         results = split_map(
             functools.partial(_scan_batch, frozenset(seen), top=top, render=render),
             batches,
-            pack=_same,
-            unpack=_same_unit,
+            pack=_marshalled,
+            unpack=_unmarshalled,
             min_share=MIN_SHARE // SCAN_BATCH,
         )
         keys = set(walked)
@@ -1440,12 +1442,14 @@ def _scan_batch(
     return logs, errors, walked, entries
 
 
-def _same(value: _UnitResult) -> object:
-    return value
+def _marshalled(value: _UnitResult) -> object:
+    """A batch's result as a worker sends it: marshalled (plain values only), which
+    takes a third of the time pickle takes both ways (most of its reply's cost)."""
+    return marshal.dumps(value)
 
 
-def _same_unit(_units: Sequence[_Found], value: object) -> _UnitResult:
-    return cast(_UnitResult, value)
+def _unmarshalled(_units: Sequence[_Found], value: object) -> _UnitResult:
+    return cast(_UnitResult, marshal.loads(cast(bytes, value)))
 
 
 def _nodes_of(lineage: Lineage) -> dict[Path, LineageNode]:

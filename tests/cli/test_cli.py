@@ -179,6 +179,42 @@ def test_ls_json_shape_and_cross_session_problems(root: Path, capsys: Any) -> No
     assert set(orphan["problems"][0]) == {"kind", "message", "seq"}
 
 
+@pytest.mark.parametrize("sort", [[], ["--sort", "created"], ["--sort", "lineage", "--reverse"]])
+def test_ls_json_of_a_root_scanned_in_parallel_is_the_serial_document(
+    tmp_path: Path, capsys: Any, monkeypatch: Any, sort: list[str]
+) -> None:
+    """A root big enough for the parallel scan (its entries written by the processes
+    that scanned them, the columns joined here) prints the serial scan's very bytes,
+    entries with cross-session problems (a missing parent, a duplicate id) included."""
+    from turnline.core import root as root_module
+
+    for k in range(1100):
+        folder = tmp_path / f"--home-dev-p{k % 3}--" / f"s{k:05d}"
+        folder.mkdir(parents=True)
+        header = {**HEADER, "id": f"s{k % 1090:05d}", "createdAt": k * 7 % 13}
+        if k % 9 == 4:
+            header |= {"parentSession": f"s{k - 1 if k % 2 else k + 5000:05d}", "seedLength": 0}
+        lines = [header, {"type": "user/message", "seq": 0, "time": 1, "data": {"content": "q"}}]
+        (folder / "session.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    parallel_scans: list[bool] = []
+    real = root_module.SessionRoot._scan_parallel
+
+    def watched(self: Any, render: bool = False) -> Any:
+        got = real(self, render=render)
+        parallel_scans.append(got is not None)
+        return got
+
+    monkeypatch.setattr(root_module.SessionRoot, "_scan_parallel", watched)
+    code, parallel_out, _ = run(capsys, "ls", str(tmp_path), "--json", *sort)
+    assert code == 0 and parallel_scans == [True]
+    monkeypatch.setattr(root_module.SessionRoot, "_scan_parallel", lambda self, render=False: None)
+    code, serial_out, _ = run(capsys, "ls", str(tmp_path), "--json", *sort)
+    assert code == 0
+    assert parallel_out == serial_out
+    kinds = {p["kind"] for e in json.loads(parallel_out) for p in e["problems"]}
+    assert kinds == {"missing-parent", "duplicate-id"}
+
+
 def test_ls_text_is_aligned_with_flags(root: Path, capsys: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "ls", str(root))
