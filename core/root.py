@@ -471,7 +471,7 @@ class BackgroundScan:
     def __init__(self, root: SessionRoot) -> None:
         self.root = root
         #: The batches' tasks, in discovery order.
-        self.tasks: list[Future[_UnitResult]] = []
+        self.tasks: list[Future[bytes]] = []
         #: The serial scan's task (a one-log root, a directory symlink near the top).
         self.whole: Future[tuple[list[_FoundLog], list[tuple[str, str]]]] | None = None
         self._walked: list[tuple[int, int]] = []
@@ -509,7 +509,7 @@ class BackgroundScan:
             top = str(root.path)
             for k in range(0, len(units), self.BATCH):
                 chunk = units[k : k + self.BATCH]
-                self.tasks.append(self._pool.submit(_scan_batch, frozen, chunk, top))
+                self.tasks.append(self._pool.submit(_scan_batch_marshalled, frozen, chunk, top))
         except Exception:  # a broken or stopped pool: `result` scans here
             self._cancel()
 
@@ -558,7 +558,7 @@ class BackgroundScan:
             if self._pool is not None:
                 discard_broken(self._pool)
 
-    def _take(self, tasks: list[Future[_UnitResult]]) -> _Taken | None:
+    def _take(self, tasks: list[Future[bytes]]) -> _Taken | None:
         """Take every batch in order as it is done; None if any task failed or two
         walks met one folder (only the serial walk is right then)."""
         logs: list[tuple[Path, str | None, SessionSummary | None]] = []
@@ -566,8 +566,8 @@ class BackgroundScan:
         keys = set(self._walked)
         for k, task in enumerate(tasks):
             try:
-                found_logs, errors, walked, _entries = task.result()
-            except Exception:  # a crashed worker, a broken pool
+                found_logs, errors, walked, _entries = _unmarshalled((), task.result())
+            except Exception:  # a crashed worker, a broken pool, a reply that does not load
                 for later in tasks[k + 1 :]:
                     later.cancel()
                 return None
@@ -1440,6 +1440,13 @@ def _scan_batch(
             for path, _, state in logs
         ]
     return logs, errors, walked, entries
+
+
+def _scan_batch_marshalled(
+    seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None
+) -> bytes:
+    """`_scan_batch`, marshalled (a `BackgroundScan` task, in a pool worker)."""
+    return marshal.dumps(_scan_batch(seen, units, top))
 
 
 def _marshalled(value: _UnitResult) -> object:
