@@ -1390,20 +1390,13 @@ _UnitResult = tuple[
 SCAN_BATCH: Final = 50
 
 
-def _scan_batch(
-    seen: frozenset[tuple[int, int]],
-    units: Sequence[_Found],
-    top: str | None = None,
-    render: bool = False,
-) -> _UnitResult:
-    """Walk and summarize units of a parallel scan (in any process), as one result in
-    their order; `top` is the root's real path (see `_walk`). The units' folders are
-    walked first, then their logs read and summarized (`summary_states`: system calls
-    together, scans together). If two of the walks met one folder, the folders walked
-    end with (-1, -1): only the serial walk is right then. With `render`, also write
-    each log's `ls --json` entry (`summary.state_json_bytes`; None for a log to index,
-    or one orjson cannot write), the generations of a log alone in its folder known
-    from the walk."""
+def _walk_batch(
+    seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]], list[tuple[int, int]], set[str]]:
+    """The walk of a batch of units of a parallel scan: its logs as (path, layout id)
+    in discovery order, the folders that could not be listed, the folders walked
+    (ending with (-1, -1) if two of the units' walks met one folder: only the serial
+    walk is right then) and the logs that share their folder with other entries."""
     found: list[tuple[str, str | None]] = []
     errors: list[tuple[str, str]] = []
     walked: list[tuple[int, int]] = []
@@ -1424,6 +1417,23 @@ def _scan_batch(
                 errors.append((item[1], item[2].strerror or str(item[2])))
     if len(set(walked)) != len(walked):
         walked.append((-1, -1))
+    return found, errors, walked, crowded
+
+
+def _scan_batch(
+    seen: frozenset[tuple[int, int]],
+    units: Sequence[_Found],
+    top: str | None = None,
+    render: bool = False,
+) -> _UnitResult:
+    """Walk and summarize units of a parallel scan (in any process), as one result in
+    their order; `top` is the root's real path (see `_walk`). The units' folders are
+    walked first (`_walk_batch`), then their logs read and summarized
+    (`summary_states`: system calls together, scans together). With `render`, also
+    write each log's `ls --json` entry (`summary.state_json_bytes`; None for a log to
+    index, or one orjson cannot write), the generations of a log alone in its folder
+    known from the walk."""
+    found, errors, walked, crowded = _walk_batch(seen, units, top)
     states = summary_states(
         (path, sid, ZSTD_INDEX_THRESHOLD if path.endswith(ZSTD_SUFFIX) else INDEX_THRESHOLD)
         for path, sid in found
@@ -1440,6 +1450,62 @@ def _scan_batch(
             for path, _, state in logs
         ]
     return logs, errors, walked, entries
+
+
+def map_root_logs(
+    path: Path, func: Callable[[list[tuple[str, str | None]]], list[Any]]
+) -> tuple[list[tuple[str, str | None]], list[Any]] | None:
+    """`func` over the logs under the directory `path`, walked and computed on all
+    cores as the listing is (`SessionRoot._scan_parallel`): the logs as (path, layout
+    id) in discovery order (`discover`'s) and `func`'s results for them. `func` takes
+    one batch's logs and returns one plain value (marshal's types) per log; it must be
+    picklable. None when the root is too small to split, or when separate walks could
+    have met one folder: walk with `discover` then. Folders that cannot be listed are
+    passed over, as `discover` passes them over without `on_error`."""
+    top = str(path)
+    seen: set[tuple[int, int]] = set()
+    walked: list[tuple[int, int]] = []
+    units = list(
+        _walk([(top, path.name, path.parent.name, 0)], seen, cutoff=2, walked=walked, top=top)
+    )
+    if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
+        return None
+    batches = [units[k : k + SCAN_BATCH] for k in range(0, len(units), SCAN_BATCH)]
+    results = split_map(
+        functools.partial(_map_batch, frozenset(seen), top=top, func=func),
+        batches,
+        pack=marshal.dumps,
+        unpack=_unmarshalled_map,
+        min_share=MIN_SHARE // SCAN_BATCH,
+    )
+    keys = set(walked)
+    logs: list[tuple[str, str | None]] = []
+    values: list[Any] = []
+    for found, got, batch_walked in results:
+        if (-1, -1) in batch_walked or not keys.isdisjoint(batch_walked) or len(got) != len(found):
+            return None
+        keys.update(batch_walked)
+        logs.extend(found)
+        values.extend(got)
+    return logs, values
+
+
+_Mapped = tuple[list[tuple[str, str | None]], list[Any], list[tuple[int, int]]]
+
+
+def _map_batch(
+    seen: frozenset[tuple[int, int]],
+    units: Sequence[_Found],
+    top: str,
+    func: Callable[[list[tuple[str, str | None]]], list[Any]],
+) -> _Mapped:
+    """One batch of `map_root_logs` (in any process)."""
+    found, _, walked, _ = _walk_batch(seen, units, top)
+    return found, func(found), walked
+
+
+def _unmarshalled_map(_units: Sequence[_Found], value: object) -> _Mapped:
+    return cast(_Mapped, marshal.loads(cast(bytes, value)))
 
 
 def _scan_batch_marshalled(

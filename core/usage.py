@@ -25,8 +25,9 @@ the day, UTC day): the price table picks a window by the minute, the chart by th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import add
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -48,8 +49,8 @@ from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
 from .records import MAX_HEADER_LINE
-from .root import discover, layout_session_id, no_gc
-from .summary import HeaderState, inherited_cut_between
+from .root import discover, layout_session_id, map_root_logs, no_gc
+from .summary import READ_BATCH, HeaderState, inherited_cut_between, read_whole
 
 if TYPE_CHECKING:
     from .prices import PriceTable
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from .summary import SessionSummary
 
 END_SEED: Final = "session/end-seed"
+#: The buckets of a usage object with no token rows.
+_NONE: Final = (0, 0, 0, 0, 0, 0)
 #: The LLM-request event types dsh writes without usage (grep of dsh's vocabulary);
 #: any other type ending in `-llm-request` is counted the same way.
 UNMETERED_TYPES: Final = ("session/title-llm-request", "web/deepseek-search-llm-request")
@@ -157,9 +160,8 @@ class UsageTotals:
         """model -> [input, output, cacheRead, cacheWrite, reasoning, calls]."""
         out: dict[str, list[int]] = {}
         for (model, _day, _minute), row in self.tokens.items():
-            mine = out.setdefault(model, [0, 0, 0, 0, 0, 0])
-            for i, value in enumerate(row):
-                mine[i] += value
+            mine = out.get(model)
+            out[model] = row[:] if mine is None else list(map(add, mine, row))
         return out
 
     def buckets(self) -> list[int]:
@@ -231,14 +233,15 @@ class UsageTotals:
         return out
 
     def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
-        """The issue's usage object U."""
+        """The issue's usage object U (ten thousand sessions write three each: kept
+        to a few calls in C)."""
         models = self.by_model()
-        b = [0, 0, 0, 0, 0, 0]
-        for row in models.values():
-            for i, value in enumerate(row):
-                b[i] += value
+        if len(models) == 1:
+            b: Sequence[int] = next(iter(models.values()))
+        else:
+            b = [sum(column) for column in zip(*models.values(), strict=True)] if models else _NONE
         by_model = {}
-        for model, row in sorted(models.items()):
+        for model, row in sorted(models.items()) if len(models) > 1 else models.items():
             by_model[model] = {
                 "inputTokens": row[0],
                 "outputTokens": row[1],
@@ -246,7 +249,7 @@ class UsageTotals:
                 "cacheWriteTokens": row[3],
                 "reasoningTokens": row[4],
                 "calls": row[5],
-                "cost": self.cost(prices, model),
+                "cost": None if prices is None else self.cost(prices, model),
             }
         return {
             "inputTokens": b[0],
@@ -520,6 +523,12 @@ def combine(
     subtree: dict[str, UsageTotals] = {}
 
     def sub(path: str) -> UsageTotals:
+        found = subtree.get(path)
+        if found is not None:
+            return found
+        if path not in children:  # a leaf (most sessions): its own usage
+            found = subtree[path] = own[path].copy()
+            return found
         # Iterative post-order (lineages can be deep).
         stack = [(path, False)]
         seen: set[str] = set()
@@ -674,13 +683,19 @@ def root_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsa
     """
     if only is not None:
         return _summaries_usage(root, only)
-    if root.single is not None:
-        logs = [(str(root.single), layout_session_id(root.single))]
-    else:
-        logs = [(str(path), sid) for path, sid in discover(root.path)]
-    # Reading and folding ten thousand logs is CPU-bound: spread it over the cores.
     with no_gc():  # tens of thousands of small containers and no cycles
-        found = split_map(_log_usage, logs, pack=_pack_logged, unpack=_unpack_logged)
+        # Walking, reading and folding ten thousand logs is CPU-bound: all of it is
+        # spread over the cores, as the listing's scan is.
+        mapped = None if root.single is not None else map_root_logs(root.path, _log_usage_batch)
+        if mapped is not None:
+            logs, packed = mapped
+            found = [_unpack_logged(item, p) for item, p in zip(logs, packed, strict=True)]
+        else:
+            if root.single is not None:
+                logs = [(str(root.single), layout_session_id(root.single))]
+            else:
+                logs = [(str(path), sid) for path, sid in discover(root.path)]
+            found = split_map(_log_usage, logs, pack=_pack_logged, unpack=_unpack_logged)
         links = link_sessions(
             [
                 (u.id, u.parent_session, u.created_at, path, u.has_header)
@@ -740,7 +755,37 @@ class _Logged(NamedTuple):
 
 
 def _log_usage(item: tuple[str, str | None]) -> _Logged:
-    """One log's `_Logged`, its bytes read once.
+    """One log's `_Logged`, its bytes read once (`_log_usage_of`)."""
+    path = item[0]
+    return _log_usage_of(item, None if path.endswith(ZSTD_SUFFIX) else _read_or_none(path))
+
+
+def _log_usage_batch(items: list[tuple[str, str | None]]) -> list[object]:
+    """`_log_usage` of each log, packed (`_pack_logged`): a `root.map_root_logs` batch.
+    The raw logs are read first, then folded (a log's system calls between two folds
+    leave each fold slower, as for the listing: `summary.summary_states`)."""
+    out: list[object] = []
+    held: list[bytes | None] = []
+    start = size = 0
+    for k, (path, _) in enumerate(items):
+        data = None if path.endswith(ZSTD_SUFFIX) else _read_or_none(path)
+        held.append(data)
+        size += len(data) if data is not None else 0
+        if size >= READ_BATCH or k == len(items) - 1:
+            for item, got in zip(items[start : k + 1], held, strict=True):
+                out.append(_pack_logged(_log_usage_of(item, got)))
+            held, start, size = [], k + 1, 0
+    return out
+
+
+def _read_or_none(path: str) -> bytes | None:
+    got = read_whole(path, None)
+    return got[0] if type(got) is tuple else None
+
+
+def _log_usage_of(item: tuple[str, str | None], data: bytes | None) -> _Logged:
+    """One log's `_Logged` from its bytes (None for a zstd log or one that could not
+    be read: the full reader reads it).
 
     The header is the one the listing takes (`summary_state`): a raw log's first line
     when it is a whole line that decodes to a header, else the full reader's (which
@@ -748,14 +793,9 @@ def _log_usage(item: tuple[str, str | None]) -> _Logged:
     the path (`SessionSummary.id`).
     """
     path, layout_id = item
-    if not path.endswith(ZSTD_SUFFIX):
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = None
-        header = None if data is None else _raw_header(data)
-        if data is not None and header is not None:
+    if data is not None:
+        header = _raw_header(data)
+        if header is not None:
             seed = header.seed_length
             fold = fold_bytes(data, seed)
             if fold is None:

@@ -503,3 +503,40 @@ def test_views_are_snapshots_that_share_nothing_mutable() -> None:
     assert after.buckets()[:5] == [2 * b for b in fold.own().buckets()[:5]]
     whole = fold_events(events, 0).own().to_json_dict()
     assert fold.own().to_json_dict() == whole
+
+
+def test_a_root_big_enough_to_split_is_walked_and_folded_on_all_cores_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root of more session folders than one process takes alone is walked, read
+    and folded in batches on all cores (`root.map_root_logs`): the same document as
+    the summaries' path, forks under the root and outside it, zstd logs included."""
+    from turnline.core import usage as usage_module
+
+    rng = random.Random(7)
+    base = turns(rng, 0, 0, 3)
+    for k in range(1100):
+        sid = f"s{k:04d}"
+        if k % 5 == 1:
+            events, cut = fork_of(rng, base, end_seed=k % 2 == 0)
+            parent = "s0000" if k % 10 == 1 else "gone"
+            header = SessionHeader(sid, k, cwd="/p", parent_session=parent, seed_length=cut)
+        else:
+            events = base if k == 0 else turns(rng, 0, 0, 1)
+            header = SessionHeader(sid, k, cwd=f"/p{k % 3}")
+        write_log(tmp_path, header, events, zstd=k % 50 == 7)
+    mapped: list[bool] = []
+    real = usage_module.map_root_logs
+
+    def watched(path: Path, func: Any) -> Any:
+        got = real(path, func)
+        mapped.append(got is not None)
+        return got
+
+    monkeypatch.setattr(usage_module, "map_root_logs", watched)
+    fresh = root_usage(SessionRoot(tmp_path)).to_json_dict()
+    assert mapped == [True]
+    scanned = _summaries_usage(SessionRoot(tmp_path)).to_json_dict()
+    assert len(fresh["sessions"]) == 1100
+    assert fresh == scanned
+    assert fresh["inheritedFromOutside"]["calls"] > 0
