@@ -12,7 +12,6 @@ import errno
 import functools
 import gc
 import marshal
-import mmap
 import os
 import stat
 import threading
@@ -71,7 +70,6 @@ from .summary import (
     summarize,
     summarize_small,
     summary_states,
-    title_between,
 )
 from .textsafe import one_line
 from .writer import (
@@ -1601,8 +1599,8 @@ def _copied_child_summary(
     The copied records are the parent's, through a `turn/end` that its index found
     with every seq before it contiguous, so the child holds exactly `seedLength`
     events ending at the boundary, its turns are the parent's turns up to there (the
-    timeline closes one at each `turn/end`), and only its title needs the bytes: it
-    is searched in the parent's copied range (an mmap, no copy).
+    timeline closes one at each `turn/end`), and its title is the one the parent's
+    timeline had after those records (`Timeline.title_through`).
     """
     index = parent.index
     header, header_problems = parse_header(orjson.loads(child.to_json_line()))
@@ -1612,15 +1610,15 @@ def _copied_child_summary(
     boundary = seed - 1
     try:
         st = os.stat(final)
-        with (
-            open(copied.path, "rb") as fh,
-            mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm,
-        ):
-            if len(mm) < copied.end or mm[copied.start - 1 : copied.start] != b"\n":
+        with open(copied.path, "rb") as fh:
+            fh.seek(copied.start - 1)
+            if fh.read(1) != b"\n" or os.fstat(fh.fileno()).st_size < copied.end:
                 return None
-            title = title_between(mm, copied.start - 1, copied.end)
-    except (OSError, ValueError):
+    except OSError:
         return None
+    # From the parent's decoded records, not a search of the copied bytes: a record
+    # may spell its type otherwise than dsh does (`session\/title`).
+    title = parent.timeline.title_through(boundary)
     return SessionSummary(
         id=cid,
         path=final,

@@ -111,6 +111,21 @@ class Timeline:
     seed_length: int = 0
     end_seed_seq: int | None = None
     turn_ends: tuple[int, ...] = field(default=())
+    #: Each `session/title` that set the title, as (seq, title), in order.
+    titles: tuple[tuple[int, str], ...] = field(default=())
+    #: The first user text that is not blank (the title without one), as (seq, text).
+    first_user: tuple[int, str] | None = None
+
+    def title_through(self, seq: int) -> str | None:
+        """The title of the session's events up to `seq` alone (a fork's seed): the
+        latest title among them, else the first user text among them, else None.
+        From the decoded records, so however a record spells its type."""
+        for at, title in reversed(self.titles):
+            if at <= seq:
+                return title
+        if self.first_user is not None and self.first_user[0] <= seq:
+            return fallback_title(self.first_user[1])
+        return None
 
     def turn_at(self, seq: int) -> Turn | None:
         """The turn a seq belongs to, if any."""
@@ -196,7 +211,9 @@ class TimelineBuilder:
         self.seed_length = seed_length
         self._turns: list[Turn] = []
         self._title: str | None = None
+        self._titles: list[tuple[int, str]] = []
         self._first_user: str | None = None
+        self._first_user_seq = -1
         self._end_seed: int | None = None
         self._turn_ends: list[int] = []
         self._current: _TurnBuilder | None = None
@@ -243,6 +260,7 @@ class TimelineBuilder:
             title = session_title(data)
             if title is not None:
                 self._title = title
+                self._titles.append((seq, title))
             return
         if etype == "session/end-seed":
             # The end of the inherited part: no turn's event, not the child's own work.
@@ -276,6 +294,7 @@ class TimelineBuilder:
                 current.user = message_text(data)
                 if self._first_user is None and current.user.strip():
                     self._first_user = current.user
+                    self._first_user_seq = seq
         elif etype == "assistant/message":
             text = message_text(assistant_message(data))
             if text:
@@ -295,7 +314,9 @@ class TimelineBuilder:
         twin = TimelineBuilder(self.seed_length)
         twin._turns = list(self._turns)
         twin._title = self._title
+        twin._titles = list(self._titles)
         twin._first_user = self._first_user
+        twin._first_user_seq = self._first_user_seq
         twin._end_seed = self._end_seed
         twin._turn_ends = list(self._turn_ends)
         twin._current = self._current.copy() if self._current is not None else None
@@ -326,8 +347,10 @@ class TimelineBuilder:
         self._turn_ends.extend(later._turn_ends)
         if later._title is not None:
             self._title = later._title
+        self._titles.extend(later._titles)
         if self._first_user is None:
             self._first_user = later._first_user
+            self._first_user_seq = later._first_user_seq
         if later._end_seed is not None:
             self._end_seed = later._end_seed
         self._current = later._current
@@ -344,8 +367,15 @@ class TimelineBuilder:
         title = self._title
         if title is None and self._first_user:
             title = fallback_title(self._first_user)
+        first_user = None if self._first_user is None else (self._first_user_seq, self._first_user)
         return Timeline(
-            tuple(turns), title, self.seed_length, self._end_seed, tuple(self._turn_ends)
+            tuple(turns),
+            title,
+            self.seed_length,
+            self._end_seed,
+            tuple(self._turn_ends),
+            tuple(self._titles),
+            first_user,
         )
 
 

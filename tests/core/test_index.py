@@ -362,6 +362,40 @@ def test_a_fork_copied_from_a_big_log_is_summarized_like_its_file(tmp_path: Path
     assert titles == {"question 1", "title 20", "title 120"}
 
 
+def test_a_forks_title_from_a_big_log_is_exact_however_a_record_spells_its_type(
+    tmp_path: Path,
+) -> None:
+    """A title record whose type is spelled with an escape (`session\\/title`, as JSON
+    allows) is a title to the full reader, so the child summary a copying fork takes
+    from its indexed parent has it too (a byte search for dsh's spelling missed it)."""
+    from turnline.core.index import INDEX_THRESHOLD
+    from turnline.core.summary import summarize
+
+    records: list[dict[str, object]] = [HEADER]
+    pad = "r" * 60_000
+    for n in range(1, 161):
+        seq = len(records) - 1
+        records += turn_records(seq, n)
+        records.append(event(seq + 4, "tool/result", turn=n, step=1, content=pad))
+        if n in (20, 120):
+            records.append(event(seq + 5, "session/title", title=f"title {n}"))
+    log = write_lines(tmp_path / "--w--" / "p" / "session.jsonl", *records)
+    plain = b'{"type":"session/title","seq":'
+    head, _, tail = log.read_bytes().rpartition(plain)
+    log.write_bytes(head + b'{"type":"session\\/title","seq":' + tail)  # title 120's
+    assert log.stat().st_size >= INDEX_THRESHOLD
+    root = SessionRoot(tmp_path)
+    loaded = root.load(root.resolve("s-1"))
+    assert loaded.index is not None and loaded.timeline.title == "title 120"
+    ends = loaded.turn_ends
+    titles = []
+    for k, boundary in enumerate([ends[10], ends[60], ends[130]]):
+        result = root.fork(loaded.summary, boundary, child_id=f"c-{k}")
+        assert result.child == summarize(result.child.path, f"c-{k}")
+        titles.append(result.child.title)
+    assert titles == ["question 1", "title 20", "title 120"]
+
+
 def test_bytes_that_are_not_utf8_clear_the_utf8_flag(tmp_path: Path) -> None:
     """A tool result the index does not parse may hold bytes a full read rejects; the
     index says so (`utf8`), so a fork never trusts it for its child's summary."""
