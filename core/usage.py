@@ -25,6 +25,7 @@ the day, UTC day): the price table picks a window by the minute, the chart by th
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import add
@@ -619,10 +620,27 @@ def fold_log(path: Path, seed_length: int | None, *, fast: bool = True) -> Usage
     return fold_events(LogReader(path).read().events, seed_length)
 
 
+#: Escapes JSON allows but no known writer uses where a byte search could meet them
+#: (`turn\/end`, `"us\u0061ge"`): an escaped solidus, an escaped printable ASCII
+#: character. A log that holds one is folded from the full read (`_spelled_plainly`).
+_ODD_ESCAPE: Final = re.compile(rb"\\(?:/|u00[2-7][0-9a-fA-F])")
+
+
+def _spelled_plainly(data: bytes) -> bool:
+    """Whether the byte searches of the fast pass (`USAGE_NEEDLES`, the inherited
+    marker) see every type and key as it decodes: no `_ODD_ESCAPE` in `data` (two
+    plain searches first: an escaped control character in a tool's output is common,
+    the rest is not)."""
+    if b"\\/" not in data and b"\\u00" not in data:
+        return True
+    return _ODD_ESCAPE.search(data) is None
+
+
 def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     """The fast pass of `fold_log` over a raw log's bytes (header line included), or
-    None when only the full read can say (a torn or bad line, an open turn)."""
-    if not data.endswith(b"\n"):
+    None when only the full read can say (a torn or bad line, an open turn, a type or
+    key spelled with an escape the byte searches would not see)."""
+    if not data.endswith(b"\n") or not _spelled_plainly(data):
         return None  # a torn tail or an empty file: the reader's rules apply
     fold = UsageFold(seed_length)
     # Find the lines that matter with C-speed searches over the whole buffer (most
@@ -847,10 +865,20 @@ def _raw_header(data: bytes) -> _HeaderLinks | None:
         links = links._replace(seed_length=header.seed_length)
         version, seeded = header.version, header.is_seeded
     if seeded_by_marker(version) and seeded:
-        # V2+: the inherited count is the last inherited marker's seq (as the listing)
+        # V2+: the inherited count is the last inherited marker's seq (as the listing),
+        # found by a search for its line as dsh writes it: only when every mention of
+        # the type is such a line, and no escape could hide one (else the full read).
+        if not _spelled_plainly(data) or data.count(_END_SEED_TYPE) != data.count(
+            _END_SEED_LINE
+        ):
+            return None
         cut = inherited_cut_between(data, first_nl, end)
         return None if cut is None else links._replace(seed_length=cut)
     return links
+
+
+_END_SEED_TYPE: Final = b'"session/end-seed"'
+_END_SEED_LINE: Final = b'\n{"type":"session/end-seed"'
 
 
 def _pack_logged(logged: _Logged) -> object:

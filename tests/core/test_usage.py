@@ -540,3 +540,60 @@ def test_a_root_big_enough_to_split_is_walked_and_folded_on_all_cores_exactly(
     assert len(fresh["sessions"]) == 1100
     assert fresh == scanned
     assert fresh["inheritedFromOutside"]["calls"] > 0
+
+
+def test_a_type_or_key_spelled_with_an_escape_is_folded_as_it_decodes(tmp_path: Path) -> None:
+    """JSON lets a writer spell `usage` as `us\\u0061ge` and `turn/end` as `turn\\/end`:
+    the records decode the same, so the fold must be the same, though the fast pass's
+    byte searches would not see them (it leaves such a log to the full read)."""
+    from turnline.core.usage import fold_bytes
+
+    checked = 0
+    for path in fixture_logs():
+        data = path.read_bytes()
+        full = fold_events(LogReader(path).read().events, 0).own()
+        if not full.tokens or b'"usage"' not in data:
+            continue
+        for old, new in ((b'"usage"', b'"us\\u0061ge"'), (b'"turn/end"', b'"turn\\/end"')):
+            if old not in data:
+                continue
+            odd = tmp_path / f"{checked}.jsonl"
+            odd.write_bytes(data.replace(old, new))
+            assert fold_bytes(odd.read_bytes(), 0) is None
+            assert fold_log(odd, 0).own().to_json_dict() == full.to_json_dict()
+            checked += 1
+    assert checked >= 20
+    # An escaped control character (common in a tool's output) keeps the fast pass.
+    colored = b'{"type":"tool/result","seq":0,"time":1,"data":{"content":"\\u001b[1m"}}\n'
+    assert fold_bytes(b'{"type":"session","version":0,"id":"x"}\n' + colored, 0) is not None
+
+
+def test_an_inherited_marker_the_byte_search_cannot_see_is_read_whole(tmp_path: Path) -> None:
+    """A V5 child's inherited count is the seq of its last inherited marker: found by a
+    search for the marker's line as dsh writes it only when every mention of the type
+    is such a line; a later marker written with another key order is found by the
+    full read."""
+    from turnline.core.usage import _raw_header
+
+    marker = {"type": "session/end-seed", "seq": 1, "time": 2, "data": {"inherited": True}}
+    lines = [
+        {"type": "session", "version": 5, "id": "c", "createdAt": 1, "delegationDepth": 0,
+         "parentSession": "gone", "isSeeded": True},
+        {"type": "user/message", "seq": 0, "time": 1, "data": {"content": "q"}},
+        marker,
+        {"type": "user/message", "seq": 2, "time": 3, "data": {"content": "r"}},
+        {"seq": 3, "type": "session/end-seed", "time": 4, "data": {"inherited": True}},
+        {"type": "user/message", "seq": 4, "time": 5, "data": {"content": "s"}},
+    ]  # fmt: skip
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    assert _raw_header(data) is None
+    lines[4] = {**marker, "seq": 3, "time": 4}
+    plain = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    got = _raw_header(plain)
+    assert got is not None and got.seed_length == 3
+    folder = tmp_path / "--w--" / "c"
+    folder.mkdir(parents=True)
+    (folder / "session.v5.jsonl").write_bytes(data)
+    fresh = root_usage(SessionRoot(tmp_path)).to_json_dict()
+    assert fresh == _summaries_usage(SessionRoot(tmp_path)).to_json_dict()
+    assert fresh["sessions"][0]["seedLength"] == 3
