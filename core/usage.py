@@ -236,6 +236,22 @@ class UsageTotals:
     def to_json_dict(self, prices: PriceTable | None = None) -> dict[str, Any]:
         """The issue's usage object U (ten thousand sessions write three each: kept
         to a few calls in C)."""
+        if not self.tokens:  # (most sessions' inherited usage)
+            return {
+                "inputTokens": 0,
+                "outputTokens": 0,
+                "cacheReadTokens": 0,
+                "cacheWriteTokens": 0,
+                "reasoningTokens": 0,
+                "calls": 0,
+                "turns": self.turns,
+                "toolCalls": self.tool_calls,
+                "errors": self.errors,
+                "activeMs": self.active_ms,
+                "cost": self.cost(prices),
+                "byModel": {},
+                "unmeteredCalls": dict(sorted(self.unmetered.items())) if self.unmetered else {},
+            }
         models = self.by_model()
         if len(models) == 1:
             b: Sequence[int] = next(iter(models.values()))
