@@ -122,7 +122,7 @@ class UsageTotals:
             calls,
         ]
         if old is not None:
-            row = [a + b for a, b in zip(old, row, strict=True)]
+            row = list(map(add, old, row))  # (rows: 6 long)
         if any(row):
             self.tokens[key] = row
         elif old is not None:
@@ -134,7 +134,7 @@ class UsageTotals:
         for key, row in other.tokens.items():
             mine = tokens.get(key)
             # Rows are shared between copies: a sum is a new row.
-            tokens[key] = row if mine is None else [a + b for a, b in zip(mine, row, strict=True)]
+            tokens[key] = row if mine is None else list(map(add, mine, row))  # (rows: 6 long)
         self.turns += other.turns
         self.tool_calls += other.tool_calls
         self.errors += other.errors
