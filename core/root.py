@@ -858,42 +858,23 @@ class SessionRoot:
         """`_scan_listing`, walked on all cores; None when the root is too small to
         gain from it or the walks could have overlapped.
 
-        The root's top two levels are walked here; each folder below (a session
-        folder in dsh's layout) becomes one unit, and `parallel.split_map` hands
-        batches of `SCAN_BATCH` units to processes, which walk and summarize them
-        (`_scan_batch`). Units keep discovery order, so
-        the result is the serial one. If any walk met a directory symlink, or two
-        walks met the same folder, the serial walk runs instead (it skips a folder
-        seen twice; separate walks cannot).
+        Each folder below the root's top two levels (a session folder in dsh's
+        layout) is one unit; batches of them are walked and summarized in processes
+        (`_split_walk`, `_scan_batch`). Units keep discovery order, so the result is
+        the serial one; whenever separate walks could disagree, the serial walk runs.
         """
-        seen: set[tuple[int, int]] = set()
-        walked: list[tuple[int, int]] = []
-        root = self.path
-        top = str(root)
-        units = list(
-            _walk([(top, root.name, root.parent.name, 0)], seen, cutoff=2, walked=walked, top=top)
+        results: list[_UnitResult] | None = _split_walk(
+            self.path, functools.partial(_scan_batch, render=render)
         )
-        if (-1, -1) in walked or len(units) < 2 * MIN_SHARE or usable_cores() < 2:
+        if results is None:
             return None
-        batches = [units[k : k + SCAN_BATCH] for k in range(0, len(units), SCAN_BATCH)]
-        results = split_map(
-            functools.partial(_scan_batch, frozenset(seen), top=top, render=render),
-            batches,
-            pack=_marshalled,
-            unpack=_unmarshalled,
-            min_share=MIN_SHARE // SCAN_BATCH,
-        )
-        keys = set(walked)
         found: list[_FoundLog] = []
         problems: list[tuple[str, str]] = []
         entries: list[bytes | None] = []
-        for logs, errors, unit_walked, unit_entries in results:
-            if (-1, -1) in unit_walked or not keys.isdisjoint(unit_walked):
-                return None
-            keys.update(unit_walked)
+        for logs, errors, _walked, batch_entries in results:
             problems.extend(errors)
             found.extend(logs)
-            entries.extend(unit_entries)
+            entries.extend(batch_entries)
         return found, problems, entries if render else None
 
     def start_before_ui(self) -> BackgroundScan | None:
@@ -1460,6 +1441,27 @@ def map_root_logs(
     picklable. None when the root is too small to split, or when separate walks could
     have met one folder: walk with `discover` then. Folders that cannot be listed are
     passed over, as `discover` passes them over without `on_error`."""
+    results: list[_Mapped] | None = _split_walk(path, functools.partial(_map_batch, func=func))
+    if results is None:
+        return None
+    logs: list[tuple[str, str | None]] = []
+    values: list[Any] = []
+    for found, got, _walked in results:
+        if len(got) != len(found):
+            return None
+        logs.extend(found)
+        values.extend(got)
+    return logs, values
+
+
+def _split_walk(path: Path, batch: Callable[..., Any]) -> list[Any] | None:
+    """The parallel walk under the directory `path` (the listing's and
+    `map_root_logs`'s): its top two levels walked here, the folders below handed in
+    batches of `SCAN_BATCH` units to `parallel.split_map`'s processes as
+    `batch(seen, units, top=...)`, whose result's third item is the folders it walked;
+    the results come back marshalled, in discovery order. None when the root is too
+    small to split, or when a walk met a directory symlink or two walks met one folder
+    (only the serial walk is right then: it skips a folder seen twice)."""
     top = str(path)
     seen: set[tuple[int, int]] = set()
     walked: list[tuple[int, int]] = []
@@ -1470,22 +1472,19 @@ def map_root_logs(
         return None
     batches = [units[k : k + SCAN_BATCH] for k in range(0, len(units), SCAN_BATCH)]
     results = split_map(
-        functools.partial(_map_batch, frozenset(seen), top=top, func=func),
+        functools.partial(batch, frozenset(seen), top=top),
         batches,
         pack=marshal.dumps,
-        unpack=_unmarshalled_map,
+        unpack=_unmarshalled,
         min_share=MIN_SHARE // SCAN_BATCH,
     )
     keys = set(walked)
-    logs: list[tuple[str, str | None]] = []
-    values: list[Any] = []
-    for found, got, batch_walked in results:
-        if (-1, -1) in batch_walked or not keys.isdisjoint(batch_walked) or len(got) != len(found):
+    for result in results:
+        batch_walked = result[2]
+        if (-1, -1) in batch_walked or not keys.isdisjoint(batch_walked):
             return None
         keys.update(batch_walked)
-        logs.extend(found)
-        values.extend(got)
-    return logs, values
+    return results
 
 
 _Mapped = tuple[list[tuple[str, str | None]], list[Any], list[tuple[int, int]]]
@@ -1502,10 +1501,6 @@ def _map_batch(
     return found, func(found), walked
 
 
-def _unmarshalled_map(_units: Sequence[_Found], value: object) -> _Mapped:
-    return cast(_Mapped, marshal.loads(cast(bytes, value)))
-
-
 def _scan_batch_marshalled(
     seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None
 ) -> bytes:
@@ -1513,14 +1508,10 @@ def _scan_batch_marshalled(
     return marshal.dumps(_scan_batch(seen, units, top))
 
 
-def _marshalled(value: _UnitResult) -> object:
-    """A batch's result as a worker sends it: marshalled (plain values only), which
-    takes a third of the time pickle takes both ways (most of its reply's cost)."""
-    return marshal.dumps(value)
-
-
-def _unmarshalled(_units: Sequence[_Found], value: object) -> _UnitResult:
-    return cast(_UnitResult, marshal.loads(cast(bytes, value)))
+def _unmarshalled(_units: Sequence[_Found], value: object) -> Any:
+    """A batch's result as a worker sent it: marshalled (plain values only), which
+    takes a third of the time pickle takes both ways (most of a reply's cost)."""
+    return marshal.loads(cast(bytes, value))
 
 
 def _nodes_of(lineage: Lineage) -> dict[Path, LineageNode]:

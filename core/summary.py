@@ -15,12 +15,12 @@ import math
 import mmap
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
 from operator import attrgetter, is_
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 import msgspec
 import orjson
@@ -440,40 +440,51 @@ def summary_state(
 def summary_states(
     logs: Iterable[tuple[str, str | None, int | None]],
 ) -> list[tuple[Any, ...] | None]:
-    """`summary_state` of each (path, session id, max size), in order.
+    """`summary_state` of each (path, session id, max size), in order, the logs read a
+    batch at a time before they are scanned (`read_batches`)."""
+    return [
+        None if got is None else state_of_read(path, session_id, max_size, got)
+        for batch in read_batches(logs, _path_and_limit)
+        for (path, session_id, max_size), got in batch
+    ]
 
-    The logs are read a batch at a time (up to `READ_BATCH` bytes or 256 logs), and
-    only then scanned: a log's system calls (open, fstat, read, close) between the scans of two
-    logs cost each scan about a fifth more time (caches and branch predictors the
-    kernel left cold; measured on a wide root), so they are made together.
+
+def _path_and_limit(log: tuple[str, str | None, int | None]) -> tuple[str, int | None]:
+    return log[0], log[2]
+
+
+#: `read_batches` yields what it has read once it holds this many bytes (besides the
+#: last log read, which may be up to the index threshold) or 256 logs.
+READ_BATCH: Final = 1 << 20
+
+_T = TypeVar("_T")
+
+
+def read_batches(
+    logs: Iterable[_T], where: Callable[[_T], tuple[str, int | None] | None]
+) -> Iterator[list[tuple[_T, tuple[bytes, float] | OSError | None]]]:
+    """Each log with `read_whole` of `where(log)` (its path and max size; None for a
+    log not to be read, which gets None), in order, a batch at a time: up to
+    `READ_BATCH` bytes or 256 logs.
+
+    A caller that scans each batch before the next is read makes the system calls
+    together: a log's (open, fstat, read, close) between the scans of two logs cost
+    each scan about a fifth more time (caches and branch predictors the kernel left
+    cold; measured on a wide root).
     """
-    out: list[tuple[Any, ...] | None] = []
-    batch: list[tuple[str, str | None, int | None, tuple[bytes, float] | OSError | None]] = []
+    batch: list[tuple[_T, tuple[bytes, float] | OSError | None]] = []
     held = 0
-    for path, session_id, max_size in logs:
-        got = read_whole(path, max_size)
-        batch.append((path, session_id, max_size, got))
+    for log in logs:
+        asked = where(log)
+        got = None if asked is None else read_whole(*asked)
+        batch.append((log, got))
         if type(got) is tuple:
             held += len(got[0])
         if held >= READ_BATCH or len(batch) >= 256:
-            out.extend(_states_of_reads(batch))
+            yield batch
             batch, held = [], 0
-    out.extend(_states_of_reads(batch))
-    return out
-
-
-#: `summary_states` scans what it has read once it holds this many bytes (besides
-#: the last log read, which may be up to the index threshold).
-READ_BATCH: Final = 1 << 20
-
-
-def _states_of_reads(
-    batch: list[tuple[str, str | None, int | None, tuple[bytes, float] | OSError | None]],
-) -> list[tuple[Any, ...] | None]:
-    return [
-        None if got is None else state_of_read(path, session_id, max_size, got)
-        for path, session_id, max_size, got in batch
-    ]
+    if batch:
+        yield batch
 
 
 def read_whole(path: str, max_size: int | None) -> tuple[bytes, float] | OSError | None:

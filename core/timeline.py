@@ -210,10 +210,10 @@ class TimelineBuilder:
     def __init__(self, seed_length: int = 0) -> None:
         self.seed_length = seed_length
         self._turns: list[Turn] = []
-        self._title: str | None = None
+        #: Each title set, as (seq, title): the last is the title.
         self._titles: list[tuple[int, str]] = []
-        self._first_user: str | None = None
-        self._first_user_seq = -1
+        #: The first user text that is not blank, as (seq, text).
+        self._first_user: tuple[int, str] | None = None
         self._end_seed: int | None = None
         self._turn_ends: list[int] = []
         self._current: _TurnBuilder | None = None
@@ -259,7 +259,6 @@ class TimelineBuilder:
         if etype == "session/title":
             title = session_title(data)
             if title is not None:
-                self._title = title
                 self._titles.append((seq, title))
             return
         if etype == "session/end-seed":
@@ -293,8 +292,7 @@ class TimelineBuilder:
             if not current.user and _is_user_input(data):
                 current.user = message_text(data)
                 if self._first_user is None and current.user.strip():
-                    self._first_user = current.user
-                    self._first_user_seq = seq
+                    self._first_user = (seq, current.user)
         elif etype == "assistant/message":
             text = message_text(assistant_message(data))
             if text:
@@ -313,10 +311,8 @@ class TimelineBuilder:
         (a deep copy of a long log's builder took a twentieth of a second)."""
         twin = TimelineBuilder(self.seed_length)
         twin._turns = list(self._turns)
-        twin._title = self._title
         twin._titles = list(self._titles)
         twin._first_user = self._first_user
-        twin._first_user_seq = self._first_user_seq
         twin._end_seed = self._end_seed
         twin._turn_ends = list(self._turn_ends)
         twin._current = self._current.copy() if self._current is not None else None
@@ -345,12 +341,9 @@ class TimelineBuilder:
             return False
         self._turns.extend(later._turns)
         self._turn_ends.extend(later._turn_ends)
-        if later._title is not None:
-            self._title = later._title
         self._titles.extend(later._titles)
         if self._first_user is None:
             self._first_user = later._first_user
-            self._first_user_seq = later._first_user_seq
         if later._end_seed is not None:
             self._end_seed = later._end_seed
         self._current = later._current
@@ -364,10 +357,10 @@ class TimelineBuilder:
         current = self._current
         if current is not None and (current.start_seq is not None or current.steps):
             turns.append(current.finish(None, "open", None))
-        title = self._title
-        if title is None and self._first_user:
-            title = fallback_title(self._first_user)
-        first_user = None if self._first_user is None else (self._first_user_seq, self._first_user)
+        if self._titles:
+            title: str | None = self._titles[-1][1]
+        else:
+            title = None if self._first_user is None else fallback_title(self._first_user[1])
         return Timeline(
             tuple(turns),
             title,
@@ -375,7 +368,7 @@ class TimelineBuilder:
             self._end_seed,
             tuple(self._turn_ends),
             tuple(self._titles),
-            first_user,
+            self._first_user,
         )
 
 

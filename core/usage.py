@@ -51,7 +51,7 @@ from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
 from .records import MAX_HEADER_LINE
 from .root import discover, layout_session_id, map_root_logs, no_gc
-from .summary import READ_BATCH, HeaderState, inherited_cut_between, read_whole
+from .summary import HeaderState, inherited_cut_between, read_batches, read_whole
 
 if TYPE_CHECKING:
     from .prices import PriceTable
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
     from .summary import SessionSummary
 
 END_SEED: Final = "session/end-seed"
-#: The buckets of a usage object with no token rows.
-_NONE: Final = (0, 0, 0, 0, 0, 0)
 #: The LLM-request event types dsh writes without usage (grep of dsh's vocabulary);
 #: any other type ending in `-llm-request` is counted the same way.
 UNMETERED_TYPES: Final = ("session/title-llm-request", "web/deepseek-search-llm-request")
@@ -256,9 +254,9 @@ class UsageTotals:
         if len(models) == 1:
             b: Sequence[int] = next(iter(models.values()))
         else:
-            b = [sum(column) for column in zip(*models.values(), strict=True)] if models else _NONE
+            b = [sum(column) for column in zip(*models.values(), strict=True)]
         by_model = {}
-        for model, row in sorted(models.items()) if len(models) > 1 else models.items():
+        for model, row in sorted(models.items()):
             by_model[model] = {
                 "inputTokens": row[0],
                 "outputTokens": row[1],
@@ -266,7 +264,7 @@ class UsageTotals:
                 "cacheWriteTokens": row[3],
                 "reasoningTokens": row[4],
                 "calls": row[5],
-                "cost": None if prices is None else self.cost(prices, model),
+                "cost": self.cost(prices, model),
             }
         return {
             "inputTokens": b[0],
@@ -791,36 +789,32 @@ class _Logged(NamedTuple):
 
 def _log_usage(item: tuple[str, str | None]) -> _Logged:
     """One log's `_Logged`, its bytes read once (`_log_usage_of`)."""
-    path = item[0]
-    return _log_usage_of(item, None if path.endswith(ZSTD_SUFFIX) else _read_or_none(path))
+    asked = _raw_path(item)
+    return _log_usage_of(item, None if asked is None else read_whole(*asked))
 
 
 def _log_usage_batch(items: list[tuple[str, str | None]]) -> list[object]:
-    """`_log_usage` of each log, packed (`_pack_logged`): a `root.map_root_logs` batch.
-    The raw logs are read first, then folded (a log's system calls between two folds
-    leave each fold slower, as for the listing: `summary.summary_states`)."""
-    out: list[object] = []
-    held: list[bytes | None] = []
-    start = size = 0
-    for k, (path, _) in enumerate(items):
-        data = None if path.endswith(ZSTD_SUFFIX) else _read_or_none(path)
-        held.append(data)
-        size += len(data) if data is not None else 0
-        if size >= READ_BATCH or k == len(items) - 1:
-            for item, got in zip(items[start : k + 1], held, strict=True):
-                out.append(_pack_logged(_log_usage_of(item, got)))
-            held, start, size = [], k + 1, 0
-    return out
+    """`_log_usage` of each log, packed (`_pack_logged`): a `root.map_root_logs` batch,
+    its logs read a batch at a time before they are folded (`summary.read_batches`)."""
+    return [
+        _pack_logged(_log_usage_of(item, got))
+        for batch in read_batches(items, _raw_path)
+        for item, got in batch
+    ]
 
 
-def _read_or_none(path: str) -> bytes | None:
-    got = read_whole(path, None)
-    return got[0] if type(got) is tuple else None
+def _raw_path(item: tuple[str, str | None]) -> tuple[str, None] | None:
+    """What `_log_usage_of` reads of a log: a raw log whole, a zstd log nothing (the
+    full reader reads it)."""
+    path = item[0]
+    return None if path.endswith(ZSTD_SUFFIX) else (path, None)
 
 
-def _log_usage_of(item: tuple[str, str | None], data: bytes | None) -> _Logged:
-    """One log's `_Logged` from its bytes (None for a zstd log or one that could not
-    be read: the full reader reads it).
+def _log_usage_of(
+    item: tuple[str, str | None], got: tuple[bytes, float] | OSError | None
+) -> _Logged:
+    """One log's `_Logged` from its bytes (`summary.read_whole`'s; None for a zstd
+    log, or an error: the full reader reads it then).
 
     The header is the one the listing takes (`summary_state`): a raw log's first line
     when it is a whole line that decodes to a header, else the full reader's (which
@@ -828,7 +822,8 @@ def _log_usage_of(item: tuple[str, str | None], data: bytes | None) -> _Logged:
     the path (`SessionSummary.id`).
     """
     path, layout_id = item
-    if data is not None:
+    if type(got) is tuple:
+        data = got[0]
         header = _raw_header(data)
         if header is not None:
             seed = header.seed_length
