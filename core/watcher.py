@@ -304,6 +304,10 @@ class RootWatcher:
         # Logs dropped since the last batch, by path: their (device, inode), to tell a
         # rename from a removal (`_pair_moves`).
         self._dropped: dict[Path, tuple[int, int]] = {}
+        # Each tracked log's (device, inode) as last seen: a file found at a new path
+        # whose old path no longer holds it was renamed, even when the poll that saw the
+        # new path came before the one that would see the old path gone (`_consider`).
+        self._identities: dict[tuple[int, int], Path] = {}
         #: Set once `watch` has read the root and is listening: anything written
         #: after this is reported as a change.
         self.primed = threading.Event()
@@ -666,13 +670,38 @@ class RootWatcher:
         fallback = layout_id if layout_id is not None else str(path)
         if summary is None:
             summary = summarize(path, layout_id)
+        moved = self._moved_here(path, key, summary.id)
         tracked = _Tracked(summary, _resume(summary), fallback, key)
         self._tracked[path] = tracked
+        self._identities[key[0], key[1]] = path
         self.root.update(summary)
         # dsh wrote a newer generation beside the log (it migrated the session when it
         # opened it for writing): the new file is the session now, the old one history.
-        gone = [replace(self._drop(old, self._tracked[old]), moved_to=path) for old in replaced]
+        gone = [
+            replace(self._drop(old, self._tracked[old]), moved_to=path)
+            for old in dict.fromkeys([*moved, *replaced])
+        ]
         return [*gone, SessionAdded(summary)]
+
+    def _moved_here(self, path: Path, key: _StatKey, session_id: str) -> list[Path]:
+        """The tracked log that `path` is, renamed: the same file (device, inode) and
+        session id, no longer at its old path. A rename is seen as an addition and a
+        removal, and a poll can see the addition first (the rename landed between its
+        stat of the old path and its listing of the folders): this pairs them then."""
+        old = self._identities.get((key[0], key[1]))
+        if old is None or old == path:
+            return []
+        tracked = self._tracked.get(old)
+        if tracked is None or tracked.summary.id != session_id:
+            return []
+        try:
+            st = os.stat(old)
+        except FileNotFoundError:
+            return [old]
+        except OSError:
+            return []
+        # Still there (a hard link): two paths, not a move.
+        return [] if (st.st_dev, st.st_ino) == (key[0], key[1]) else [old]
 
     def _older_generations(self, path: Path) -> list[Path] | None:
         """The tracked logs that the generation file `path` supersedes (same folder,
@@ -696,7 +725,10 @@ class RootWatcher:
     def _drop(self, path: Path, tracked: _Tracked) -> SessionRemoved:
         del self._tracked[path]
         if tracked.seen is not None:
-            self._dropped[path] = (tracked.seen[0], tracked.seen[1])
+            identity = (tracked.seen[0], tracked.seen[1])
+            self._dropped[path] = identity
+            if self._identities.get(identity) == path:
+                del self._identities[identity]
         self.root.remove(path)
         return SessionRemoved(path, tracked.summary.id)
 
@@ -717,6 +749,8 @@ class RootWatcher:
         old = tracked.summary
         first_look = tracked.seen is None
         tracked.seen = key
+        if key is not None:
+            self._identities[key[0], key[1]] = path
         if first_look and st is not None and (st.st_size, st.st_mtime) == (old.size, old.mtime):
             return []  # as the scan read it: an append-only log that did not grow
         mtime = st.st_mtime if st is not None else None

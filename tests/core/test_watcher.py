@@ -721,3 +721,37 @@ def test_a_renamed_folder_reports_where_its_logs_went(
         return next((c for c in changes if isinstance(c, SessionRemoved) and c.path == gone), None)
 
     assert live.wait_for(deleted, "the deleted log").moved_to is None
+
+
+def test_a_rename_split_across_two_polls_is_still_a_move(tmp_path: Path) -> None:
+    """A poll stats the known logs, then lists the folders that changed. A rename that
+    lands between the two is seen as an addition first (the old path was still there
+    when it was stat'ed): the addition itself finds the old path gone and names the
+    move in the same batch, rather than a removal, unpaired, one poll later (which the
+    app showed as "this session's log was removed"). A hard link is not a move."""
+    kept = new_log(tmp_path, "s1", turn_events(0, 1), cwd="/w/app")
+    root = SessionRoot(tmp_path)
+    root.scan()
+    watcher = RootWatcher(root, poll=True)
+    watcher._register_dirs(tmp_path)
+    assert watcher._prime() == []
+    assert watcher._sweep_known() == []  # the poll's first half: nothing moved yet
+    project = kept.parent.parent
+    moved = project.rename(project.with_name(project.name + "-moved")) / kept.parent.name
+    moved = moved / kept.name
+    changes = watcher._check_dirs()  # its second half, after the rename
+    removed = [c for c in changes if isinstance(c, SessionRemoved)]
+    added = [c.summary.path for c in changes if isinstance(c, SessionAdded)]
+    assert [(c.path, c.session_id, c.moved_to) for c in removed] == [(kept, "s1", moved)]
+    assert added == [moved]
+    assert set(watcher.known) == {moved}
+    assert [s.path for s in root.summaries()] == [moved]
+    assert watcher._sweep_known() == []  # nothing left to report a poll later
+
+    # A second name for the same file (a hard link in a new session folder): both stay.
+    twin = tmp_path / "--w-app-copy--" / "s1" / kept.name
+    twin.parent.mkdir(parents=True)
+    os.link(moved, twin)
+    changes = watcher._check_dirs()
+    assert [type(c) for c in changes] == [SessionAdded]
+    assert set(watcher.known) == {moved, twin}
