@@ -8,7 +8,6 @@ frames) are consumed, so a writer appending at the same time is never half-read.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -32,6 +31,13 @@ from .records import (
     zstd_frames,
 )
 from .records import MAX_SEQ_PROBLEMS as MAX_SEQ_PROBLEMS  # re-exported
+
+try:
+    # The interpreter's own BLAKE2: `hashlib` loads OpenSSL first (about 3 ms, paid by
+    # every command that reads a log). Same digests.
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b as _blake2b
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
@@ -329,7 +335,7 @@ class LogReader:
         head = os.pread(fd, min(_MARK_BYTES, self.offset), 0)
         start = max(0, self.offset - _MARK_BYTES)
         tail = os.pread(fd, self.offset - start, start)
-        return hashlib.blake2b(head + b"\0" + tail, digest_size=16).digest()
+        return _blake2b(head + b"\0" + tail, digest_size=16).digest()
 
     def _remember(self) -> None:
         """Note the file's mtime and the fingerprint of what was consumed."""
