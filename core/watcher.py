@@ -99,10 +99,13 @@ class SessionRemoved:
         path: The log as it was known.
         session_id: Its session id.
         moved_to: Set when the same file (device and inode) turned up at another path
-            in the same batch (its folder or a folder above it was renamed), or when
+            (its folder or a folder above it was renamed), or when
             a newer generation of the same session (`formats.generations`) appeared
             beside it and became the session's log: that path's `SessionAdded` is in
-            the batch too, so a reader can follow it.
+            the batch too, so a reader can follow it. The kernel may report a
+            rename's two halves in two native batches: a removal nothing pairs is
+            held for one more batch (at most about `_NATIVE_TIMEOUT_MS`) before it
+            is reported as a plain removal.
     """
 
     path: Path
@@ -308,6 +311,9 @@ class RootWatcher:
         # whose old path no longer holds it was renamed, even when the poll that saw the
         # new path came before the one that would see the old path gone (`_consider`).
         self._identities: dict[tuple[int, int], Path] = {}
+        # Native mode: removals no addition paired yet, with their (device, inode),
+        # held back one batch for the other half of a rename (`_pair_moves`).
+        self._held: dict[Path, tuple[SessionRemoved, tuple[int, int]]] = {}
         #: Set once `watch` has read the root and is listening: anything written
         #: after this is reported as a change.
         self.primed = threading.Event()
@@ -329,7 +335,9 @@ class RootWatcher:
         self.primed.clear()
         batches = self._watch_poll(stop) if self.poll else self._watch_native(stop)
         for batch in batches:
-            yield self._pair_moves(batch)
+            paired = self._pair_moves(batch)
+            if paired:
+                yield paired
 
     @property
     def known(self) -> dict[Path, SessionSummary]:
@@ -337,9 +345,16 @@ class RootWatcher:
         return {path: t.summary for path, t in self._tracked.items()}
 
     def _pair_moves(self, batch: list[RootChange]) -> list[RootChange]:
-        """Mark each removal whose file (device, inode) was added at a new path in the
-        same batch: a rename reaches the watcher as a removal and an addition."""
+        """Mark each removal whose file (device, inode) was added at a new path: a
+        rename reaches the watcher as a removal and an addition. In native mode the
+        kernel's two halves of one rename can land in two batches (inotify's
+        moved-from and moved-to, read either side of a debounce window), so a
+        removal nothing pairs waits one batch in `_held` before it is reported."""
         dropped, self._dropped = self._dropped, {}
+        held, self._held = self._held, {}
+        if held:
+            batch = [*(removal for removal, _ in held.values()), *batch]
+            dropped.update((path, identity) for path, (_, identity) in held.items())
         if not dropped:
             return batch
         added: dict[tuple[int, int], SessionSummary] = {}
@@ -350,12 +365,15 @@ class RootWatcher:
                     added[tracked.seen[:2]] = change.summary
         paired: list[RootChange] = []
         for change in batch:
-            if isinstance(change, SessionRemoved):
+            if isinstance(change, SessionRemoved) and change.moved_to is None:
                 identity = dropped.get(change.path)
                 summary = added.get(identity) if identity is not None else None
                 # The id too: a file deleted and another created may share an inode.
                 if summary is not None and summary.id == change.session_id:
                     change = replace(change, moved_to=summary.path)
+                elif identity is not None and not self.poll and change.path not in held:
+                    self._held[change.path] = (change, identity)
+                    continue
             paired.append(change)
         return paired
 
@@ -409,8 +427,8 @@ class RootWatcher:
                     next_sweep = time.monotonic() + NATIVE_SWEEP_S
                     changes.extend(self._sweep_known())
                 changes.extend(self._take_folder_problems())
-                if changes:
-                    yield changes
+                if changes or self._held:
+                    yield changes  # held removals go out with it (`_pair_moves`)
 
     def _notify(self, stop: threading.Event) -> Generator[set[tuple[int, str]], None, None]:
         """watchfiles' public `watch` over the root: every change unfiltered (discovery

@@ -723,6 +723,45 @@ def test_a_renamed_folder_reports_where_its_logs_went(
     assert live.wait_for(deleted, "the deleted log").moved_to is None
 
 
+def test_a_rename_split_across_two_native_batches_is_still_a_move(tmp_path: Path) -> None:
+    """inotify reports a folder's rename as two events, and a loaded machine can read
+    them either side of a debounce window: the removal first, in a batch of its own.
+    That removal waits one batch for its addition and goes out paired with it (the
+    app then follows the open session), not as a bare removal that leaves the app
+    showing "this session's log was removed". A removal nothing pairs goes out one
+    batch later, as a plain removal."""
+    kept = new_log(tmp_path, "s1", turn_events(0, 1), cwd="/w/app")
+    gone = new_log(tmp_path, "s2", turn_events(0, 1), cwd="/w/lib")
+    root = SessionRoot(tmp_path)
+    root.scan()
+    watcher = RootWatcher(root)
+    assert watcher._prime() == []
+    project = kept.parent.parent
+    renamed = project.rename(project.with_name(project.name + "-moved"))
+    moved = renamed / kept.parent.name / kept.name
+    first = watcher._apply_native({(3, str(project))})  # the moved-from half alone
+    assert [(type(c), c.path) for c in first if isinstance(c, SessionRemoved)] == [
+        (SessionRemoved, kept)
+    ]
+    assert watcher._pair_moves(first) == []  # held for the other half
+    second = watcher._pair_moves(watcher._apply_native({(1, str(renamed))}))
+    removed = [c for c in second if isinstance(c, SessionRemoved)]
+    added = [c.summary.path for c in second if isinstance(c, SessionAdded)]
+    assert [(c.path, c.session_id, c.moved_to) for c in removed] == [(kept, "s1", moved)]
+    assert added == [moved]
+    assert isinstance(second[0], SessionRemoved)  # the removal comes before its addition
+    assert watcher._pair_moves([]) == []  # nothing left over
+
+    # A deletion has no other half: it is reported one batch later, unpaired.
+    shutil.rmtree(gone.parent.parent)
+    assert watcher._pair_moves(watcher._apply_native({(3, str(gone.parent.parent))})) == []
+    late = watcher._pair_moves([])
+    assert [(type(c), c.path, getattr(c, "moved_to", 0)) for c in late] == [
+        (SessionRemoved, gone, None)
+    ]
+    assert set(watcher.known) == {moved}
+
+
 def test_a_rename_split_across_two_polls_is_still_a_move(tmp_path: Path) -> None:
     """A poll stats the known logs, then lists the folders that changed. A rename that
     lands between the two is seen as an addition first (the old path was still there
