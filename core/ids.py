@@ -10,6 +10,7 @@ the part of the log's folder that tells them apart (`{{sessio@handshake`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Final
 
@@ -41,8 +42,9 @@ def unique_prefixes(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, st
     # (ten thousand UUIDs: 5 ms instead of 14).
     heads = [sid[:minimum] for sid in ordered]
     keep = max(minimum, 1)  # (a prefix has a character at least)
-    out = dict(zip(ordered, heads if keep == minimum else [sid[:keep] for sid in ordered]))
-    same = [a == b for a, b in zip(heads, heads[1:])]
+    kept = heads if keep == minimum else [sid[:keep] for sid in ordered]
+    out = dict(zip(ordered, kept, strict=True))
+    same = [a == b for a, b in pairwise(heads)]
     k = -1
     for _ in range(same.count(True)):
         k = same.index(True, k + 1)
