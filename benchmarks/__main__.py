@@ -57,15 +57,22 @@ with open(sys.argv[1], "rb") as fh:
 print(n)
 """
 
-#: msgspec's own per-line decode (a Struct with just the type and the seqs, every
-#: line still checked as JSON): the floor a reader that validates every line can reach.
-MSGSPEC = """
-import sys, msgspec
+#: The two floors' decoder: a Struct with just the type and the seqs (every line is
+#: still checked as JSON).
+_HEAD_DECODER = """
+import os, sys, msgspec
 class Head(msgspec.Struct):
     type: str
     seq: int | None = None
     seq0: int | None = None
 decode = msgspec.json.Decoder(Head).decode
+"""
+
+#: msgspec's own per-line decode: the floor a reader that validates every line can
+#: reach on one core.
+MSGSPEC = (
+    _HEAD_DECODER
+    + """
 n = 0
 with open(sys.argv[1], "rb") as fh:
     for line in fh:
@@ -73,18 +80,15 @@ with open(sys.argv[1], "rb") as fh:
         n += 1
 print(n)
 """
+)
 
 #: The same decode on every usable core: the file cut into one byte range per core (at
 #: line breaks), each range decoded in a forked child. The fastest a reader that checks
 #: every line can be on this machine, whatever else it does: if this misses a goal,
 #: no amount of work on the reader makes it.
-MSGSPEC_PARALLEL = """
-import os, sys, msgspec
-class Head(msgspec.Struct):
-    type: str
-    seq: int | None = None
-    seq0: int | None = None
-decode = msgspec.json.Decoder(Head).decode
+MSGSPEC_PARALLEL = (
+    _HEAD_DECODER
+    + """
 path = sys.argv[1]
 size = os.path.getsize(path)
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -115,6 +119,7 @@ for pid in children:
         sys.exit(1)
 print(n)
 """
+)
 
 HEADER_LOOP = """
 import os, sys, orjson
@@ -213,6 +218,8 @@ class Input:
 def bench_show(inputs: list[Input], rows: list[Row]) -> None:
     """show --json against the naive reader (and the floor, RSS, zstd), for each input,
     all commands in one interleaved series; a V5 row right after its v0 row."""
+    from turnline.core.parallel import usable_cores
+
     work = inputs[0].path.parent
     naive = Path(work / "naive.py")
     naive.write_text(NAIVE)
@@ -272,7 +279,7 @@ def bench_show(inputs: list[Input], rows: list[Row]) -> None:
             Row(
                 f"the same on every core (the parallel floor){lab}",
                 fmt_s(cores_s),
-                f"naive {fmt_s(naive_s)}; {_cores()} cores",
+                f"naive {fmt_s(naive_s)}; {usable_cores()} cores",
                 f"{cores_s / naive_s:.2f}× naive; show {show_s / cores_s:.2f}× it",
                 "baseline",
                 None,
@@ -303,13 +310,6 @@ def bench_show(inputs: list[Input], rows: list[Row]) -> None:
             )
         )
     rows.extend(interleave(*per))
-
-
-def _cores() -> int:
-    """The cores this process may run on (the parallel floor's children too)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _unseq(value: object) -> object:

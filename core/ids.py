@@ -10,7 +10,7 @@ the part of the log's folder that tells them apart (`{{sessio@handshake`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
+from itertools import compress, pairwise
 from pathlib import Path
 from typing import Final
 
@@ -39,15 +39,12 @@ def unique_prefixes(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, st
     # Only neighbours with the same first `minimum` characters can lengthen a prefix
     # (for an id shorter than that, nothing can: its prefix is itself either way), so
     # every other id keeps its head, and the loop visits the few pairs that share one
-    # (ten thousand UUIDs: 5 ms instead of 14).
+    # (ten thousand UUIDs: 6 ms instead of 14).
     heads = [sid[:minimum] for sid in ordered]
     keep = max(minimum, 1)  # (a prefix has a character at least)
-    kept = heads if keep == minimum else [sid[:keep] for sid in ordered]
-    out = dict(zip(ordered, kept, strict=True))
+    out = {sid: sid[:keep] for sid in ordered}
     same = [a == b for a, b in pairwise(heads)]
-    k = -1
-    for _ in range(same.count(True)):
-        k = same.index(True, k + 1)
+    for k in compress(range(len(same)), same):
         a, b = ordered[k], ordered[k + 1]
         need = _common(a, b) + 1
         for sid in (a, b):
