@@ -1,10 +1,15 @@
 """dsh's session format generations, each version's rules in one place.
 
-dsh has written its session logs in six versions so far. Upstream dsh defines V0 to
+dsh has written its session logs in seven versions so far. Upstream dsh defines V0 to
 V4 (V3 released since `dsh-v0.1.5-alpha.1`, V4 finalized); TnzGit's line of dsh
 writes a V5 whose only change from V4 is the header's `version` (its migration
-`session-format-v4-to-v5` is the identity on every event). What differs, and where
-this module decides it:
+`session-format-v4-to-v5` is the identity on every event), and quockhangluong1012's
+line (whose V5 adds the `max-steps` turn end) writes a V6 that "keeps V5's physical
+rows and changes only the canonical header version" (its `session-format-v5-to-v6`
+codec; the edge renames `data.metadata.provenance` to `sourceRef` in task, evidence
+and checkpoint events, none of which a reader here interprets). CoHarness's V6 is
+the same framing with one more header key (`sshTarget`), which is kept and named as
+any unknown key is. What differs, and where this module decides it:
 
 - file name (`generation_of`): V0 `session.jsonl`; V2+ `session.vN.jsonl` (V1 is an
   intermediate dsh never publishes by itself);
@@ -23,15 +28,21 @@ this module decides it:
   `assistant/message.usage`, else the last usage chunk of its stream, and the streams
   of `assistant/attempt`.
 
+V7 (CoHarness's own successor, which moves tool-result blocks out of assistant
+messages and rewrites message sources) and anything newer is not read: its log is
+listed with its header and one `foreign-version` problem.
+
 The readers (`logfile`, `summary`, `index`) ask this module which rules a header's
 version brings; what they hand on (`SessionEvent`s with their seqs, and a header
 whose `seed_length` is the inherited count whatever the version) is the same for
 every version, so nothing above them asks which version a log is.
 
-Sources: dsh's `docs/persistence-changes/historical-formats/v0.md` … `v3.md`,
+Sources: dsh's `docs/persistence-changes/historical-formats/v0.md` … `v5.md`,
 `2026-09-16-session-format-v4.md`, `packages/session/session-persistence-jsonl/src/
-format.ts`, `session-format-v1-to-v2` … `v4-to-v5` (zsagi1368/deepseek-harness-zDSH,
-TnzGit/deepseek-harness at c5e3fc58), summarized in `docs/formats.md`.
+format.ts`, `session-format-v1-to-v2` … `v5-to-v6` (zsagi1368/deepseek-harness-zDSH,
+TnzGit/deepseek-harness at c5e3fc58, quockhangluong1012/deepseek-harness at
+8c92e622), CoHarness's `session-format-v6-to-v7` README (jsjm1986/CoHarness at
+42c68352), summarized in `../shared/docs/dsh-format-generations.md`.
 """
 
 from __future__ import annotations
@@ -45,9 +56,9 @@ from typing import Any, Final, NamedTuple
 from .model import HEADER_FIELDS
 
 #: The versions this reader reads exactly.
-KNOWN_VERSIONS: Final = frozenset((0, 1, 2, 3, 4, 5))
+KNOWN_VERSIONS: Final = frozenset((0, 1, 2, 3, 4, 5, 6))
 #: The newest of them (what a message about a newer log names).
-NEWEST_VERSION: Final = 5
+NEWEST_VERSION: Final = 6
 #: The first version with one event per row, `isSeeded` and the inherited marker.
 MARKER_VERSION: Final = 2
 

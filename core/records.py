@@ -187,7 +187,7 @@ def has_reason_kind_raw(data: msgspec.Raw) -> bool:
 
 # -- the listing's count in one msgspec call: a Struct per record type ------------------
 
-#: dsh's record types, V0 to V5, but for the packed rows' tags (`PACKED_TAGS`): what
+#: dsh's record types, V0 to V6, but for the packed rows' tags (`PACKED_TAGS`): what
 #: the one-call unions name, the listing's (`listing_decoder`) and the index's batch
 #: union (`index._batch_decoder`). A log holding any other type is still read, in a
 #: few more calls, with the same result.

@@ -167,11 +167,16 @@ def test_header_round_trip_and_problems() -> None:
         ({"type": "session", "id": "a", "version": 0}, ["legacy-header"]),
         ({"type": "session", "id": "a"}, ["missing-version", "legacy-header"]),
         ({"type": "session", "id": "a", "version": 1, "delegationDepth": 0}, []),
-        ({"type": "session", "id": "a", "version": 6, "delegationDepth": 0}, ["foreign-version"]),
+        ({"type": "session", "id": "a", "version": 7, "delegationDepth": 0}, ["foreign-version"]),
         (
             {"type": "session", "id": "a", "version": 5, "isSeeded": False, "delegationDepth": 0},
             [],
         ),
+        (
+            {"type": "session", "id": "a", "version": 6, "isSeeded": False, "delegationDepth": 0},
+            [],
+        ),
+        ({"type": "session", "id": "a", "version": 6, "delegationDepth": 0}, ["bad-header"]),
         # V2+: isSeeded is required, and the key set is closed (seedLength is not in it)
         ({"type": "session", "id": "a", "version": 3, "delegationDepth": 0}, ["bad-header"]),
         (

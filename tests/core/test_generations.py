@@ -1,4 +1,4 @@
-"""dsh's format generations: names, headers, dsh's own V5 logs, forks in the parent's
+"""dsh's format generations: names, headers, dsh's own V5 logs, V6, forks in the parent's
 generation, one session per folder, and versions newer than turnline reads."""
 
 from __future__ import annotations
@@ -188,25 +188,32 @@ def test_a_packed_row_in_a_v5_log_is_corrupt_not_expanded(tmp_path: Path) -> Non
 # -- the seed of a V2+ child --------------------------------------------------------------
 
 
-def v5_parent(tmp_path: Path, *, zstd: bool = False) -> tuple[SessionRoot, Path]:
-    """dsh's multi-turn V5 sample, persisted, as a session of a root."""
+def v5_parent(tmp_path: Path, *, version: int = 5) -> tuple[SessionRoot, Path]:
+    """dsh's multi-turn V5 sample, persisted, as a session of a root (as a V6 log, which
+    keeps V5's rows and header shape, with `version=6`)."""
     (source,) = [p for p in V5_SAMPLES if p.parent.name == "subagent-list-agents"]
+    rows = persisted(lines_of(source))
+    rows[0] = {**rows[0], "version": version}
     path = write_lines(
-        tmp_path / "--work-project--" / "s1" / "session.v5.jsonl", persisted(lines_of(source))
+        tmp_path / "--work-project--" / "s1" / formats.generation_name(version, zstd=False), rows
     )
     return SessionRoot(tmp_path), path
 
 
-def test_fork_of_a_v5_session_is_written_as_dsh_writes_v5(tmp_path: Path) -> None:
-    root, parent = v5_parent(tmp_path)
+@pytest.mark.parametrize("version", [5, 6])
+def test_fork_of_a_v5_or_v6_session_is_written_as_dsh_writes_it(
+    tmp_path: Path, version: int
+) -> None:
+    root, parent = v5_parent(tmp_path, version=version)
     summaries = root.scan()
     (summary,) = summaries
+    assert summary.problems == ()
     view = SessionView(root.load(summary))
     first = view.turns[0].turn
     assert first.end_seq is not None
     result = root.fork(summary, first.end_seq, "child-1")
     path = result.child.path
-    assert path.name == "session.v5.jsonl"
+    assert path.name == f"session.v{version}.jsonl"
     assert path.parent.name == "child-1"
     rows = lines_of(path)
     header = rows[0]
@@ -220,7 +227,7 @@ def test_fork_of_a_v5_session_is_written_as_dsh_writes_v5(tmp_path: Path) -> Non
         "isSeeded",
         "delegationDepth",
     ]
-    assert header["version"] == 5 and header["isSeeded"] is True
+    assert header["version"] == version and header["isSeeded"] is True
     assert header["delegationDepth"] == 0 and header["parentSession"] == "s1"
     assert "seedLength" not in header
     boundary = first.end_seq
@@ -341,18 +348,48 @@ def test_the_watcher_switches_to_a_new_generation(tmp_path: Path) -> None:
 # -- newer than turnline reads -----------------------------------------------------------
 
 
+def test_a_v6_log_reads_as_v5_and_another_forks_header_key_is_named(tmp_path: Path) -> None:
+    """quockhangluong1012's V6 keeps V5's rows and header; CoHarness's V6 adds `sshTarget`
+    to the header, which is kept and named, as any key outside dsh's closed set."""
+    root5, _ = v5_parent(tmp_path / "five")
+    root6, path6 = v5_parent(tmp_path / "six", version=6)
+    rows = lines_of(path6)
+    rows[0] = {**rows[0], "sshTarget": 2}
+    path6.unlink()
+    write_lines(path6, rows)
+    (five,) = root5.scan()
+    (six,) = root6.scan()
+    assert six.header is not None and six.header.version == 6
+    assert six.header.extra == {"sshTarget": 2}
+    (problem,) = six.problems
+    assert problem.kind is ProblemKind.BAD_HEADER and "sshTarget" in problem.message
+    assert (six.events, six.turns, six.title, six.open_turn) == (
+        five.events,
+        five.turns,
+        five.title,
+        five.open_turn,
+    )
+    turns5 = SessionView(root5.load(five)).turns
+    turns6 = SessionView(root6.load(six)).turns
+    assert [(t.turn.reason, t.forkable, t.turn.tools) for t in turns6] == [
+        (t.turn.reason, t.forkable, t.turn.tools) for t in turns5
+    ]
+    assert fold_log(path6, None).own().tokens == fold_log(five.path, None).own().tokens != {}
+
+
 @pytest.mark.parametrize("zstd", [False, True], ids=["raw", "zstd"])
-def test_a_v6_log_is_listed_with_its_header_and_one_problem(tmp_path: Path, zstd: bool) -> None:
+def test_a_v7_log_is_listed_with_its_header_and_one_problem(tmp_path: Path, zstd: bool) -> None:
+    """CoHarness's V7 moves tool results and rewrites message sources: not read."""
     rows = persisted(lines_of(V5_SAMPLES[0]))
-    rows[0] = {**rows[0], "version": 6, "sshTarget": {"host": "h"}}
+    rows[0] = {**rows[0], "version": 7}
     rows[3] = {"type": "brand/new", "payload": 1}  # its rows are not guessed at
-    path = write_lines(tmp_path / "--work-project--" / "s1" / "session.v6.jsonl", rows)
+    path = write_lines(tmp_path / "--work-project--" / "s1" / "session.v7.jsonl", rows)
     if zstd:
         import zstandard
 
         data = path.read_bytes()
         path.unlink()
-        path = path.with_name("session.v6.jsonl.zstd")
+        path = path.with_name("session.v7.jsonl.zstd")
         path.write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(data))
     root = SessionRoot(tmp_path)
     (summary,) = root.scan()
@@ -360,7 +397,7 @@ def test_a_v6_log_is_listed_with_its_header_and_one_problem(tmp_path: Path, zstd
     assert summary.events == 0 and summary.turns == 0
     (problem,) = summary.problems
     assert problem.kind is ProblemKind.FOREIGN_VERSION
-    assert "version 6" in problem.message and "0 to 5" in problem.message
+    assert "version 7" in problem.message and "0 to 6" in problem.message
     loaded = root.load(summary)
     assert [p.kind for p in loaded.problems] == [ProblemKind.FOREIGN_VERSION]
     with pytest.raises(SessionForkError) as refused:

@@ -1,5 +1,5 @@
-"""Every one of the 151 real V0 logs and its V5 twin (migrated by dsh's adjacent steps,
-`tests.dshgen`) read the same: turns and their verdicts, titles, usage, the
+"""Every one of the 151 real V0 logs and its V5 and V6 twins (migrated by dsh's adjacent
+steps, `tests.dshgen`) read the same: turns and their verdicts, titles, usage, the
 own/inherited split, lineage, and search hits. A folder holding both generations of one
 session is one session."""
 
@@ -37,13 +37,22 @@ REWRITTEN = {
 QUERIES = ("haiku", "fork", "file", "error", "the", "分叉", "read", "test", "subagent")
 
 
-@pytest.fixture(scope="module")
-def twins(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, Path]]:
-    """The fixtures' V5 twin root, and each original's twin."""
-    root = tmp_path_factory.mktemp("twins") / "dsh"
-    pairs = twin_root(FIXTURES, root)
+Twins = tuple[Path, dict[Path, Path]]
+
+
+@pytest.fixture(scope="module", params=[5, 6], ids=["v5", "v6"])
+def twins(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Twins:
+    """The fixtures' twin root of one version, and each original's twin."""
+    root = tmp_path_factory.mktemp(f"twins{request.param}") / "dsh"
+    pairs = twin_root(FIXTURES, root, version=request.param)
     assert len(pairs) == len(fixture_logs()) == 151
     return root, dict(pairs)
+
+
+def version_of(twins: Twins) -> int:
+    """The twins' format version (from the name of one of them)."""
+    name = next(iter(twins[1].values())).name  # session[.K].vN.jsonl
+    return int(name.removesuffix(".jsonl").rsplit(".v", 1)[1])
 
 
 def clean(problems: Any) -> bool:
@@ -73,15 +82,17 @@ def turn_rows(root: Path, summary: SessionSummary) -> tuple[list[Any], Any]:
     return rows, loaded
 
 
-def test_every_twin_reads_as_its_original(twins: tuple[Path, dict[Path, Path]]) -> None:
+def test_every_twin_reads_as_its_original(twins: Twins) -> None:
     root, pairs = twins
+    version = version_of(twins)
     originals = by_path(FIXTURES)
     twinned = by_path(root)
     assert len(twinned) == len(originals) == 151
     compared = 0
     for original, twin in pairs.items():
         a, b = originals[original], twinned[twin]
-        assert b.header is not None and b.header.version == 5, twin
+        assert b.header is not None and b.header.version == version, twin
+        assert not any(p.kind is ProblemKind.FOREIGN_VERSION for p in b.problems), twin
         # a twin keeps no problem its original lacks (the odd turn/end of
         # suite_authored-error stays odd: dsh's migration would refuse it)
         kinds_a = {p.kind for p in a.problems}
@@ -106,7 +117,7 @@ def test_every_twin_reads_as_its_original(twins: tuple[Path, dict[Path, Path]]) 
     assert compared == 117  # the fixtures whose v0 read has no problem the twin drops
 
 
-def test_every_twin_folds_the_same_usage(twins: tuple[Path, dict[Path, Path]]) -> None:
+def test_every_twin_folds_the_same_usage(twins: Twins) -> None:
     root, pairs = twins
     originals = by_path(FIXTURES)
     twinned = by_path(root)
@@ -144,7 +155,7 @@ def test_every_twin_folds_the_same_usage(twins: tuple[Path, dict[Path, Path]]) -
         assert sa.parent_outside == sb.parent_outside, key
 
 
-def test_every_twin_has_the_same_lineage(twins: tuple[Path, dict[Path, Path]]) -> None:
+def test_every_twin_has_the_same_lineage(twins: Twins) -> None:
     root, pairs = twins
     la = SessionRoot(FIXTURES)
     la.scan()
@@ -158,7 +169,7 @@ def test_every_twin_has_the_same_lineage(twins: tuple[Path, dict[Path, Path]]) -
 
 
 def test_every_twin_gives_the_same_search_hits(
-    twins: tuple[Path, dict[Path, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    twins: Twins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root, pairs = twins
@@ -183,10 +194,12 @@ def test_every_twin_gives_the_same_search_hits(
 
 
 def test_a_folder_holding_both_generations_is_the_newer_one(
-    twins: tuple[Path, dict[Path, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    twins: Twins, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """dsh resumed one session of the fixtures: its V5 successor sits beside the V0 log."""
+    """dsh resumed one session of the fixtures: its successor sits beside the V0 log."""
     _root, pairs = twins
+    version = version_of(twins)
+    newest_name = f"session.v{version}.jsonl"
     scenario = "acp/subagent-fork-in-process"
     folder = tmp_path / "root" / scenario
     shutil.copytree(FIXTURES / scenario, folder)
@@ -194,13 +207,13 @@ def test_a_folder_holding_both_generations_is_the_newer_one(
         if original.parent == FIXTURES / scenario and original.name == "session.jsonl":
             shutil.copyfile(twin, folder / twin.name)
     names = sorted(p.name for p in folder.iterdir())
-    assert "session.jsonl" in names and "session.v5.jsonl" in names
+    assert "session.jsonl" in names and newest_name in names
     summaries = SessionRoot(tmp_path / "root").scan()
     logs = sorted(s.path.name for s in summaries)
-    assert "session.jsonl" not in logs and "session.v5.jsonl" in logs
+    assert "session.jsonl" not in logs and newest_name in logs
     assert not any(p.kind is ProblemKind.DUPLICATE_ID for s in summaries for p in s.problems)
-    newest = folder / "session.v5.jsonl"
-    assert formats.generations(newest) == [(5, newest), (0, folder / "session.jsonl")]
+    newest = folder / newest_name
+    assert formats.generations(newest) == [(version, newest), (0, folder / "session.jsonl")]
     # the V0 children keep their V0 seed, checked against the V0 generation kept beside
     root = SessionRoot(tmp_path / "root")
     for summary in root.scan():
@@ -215,4 +228,4 @@ def test_a_folder_holding_both_generations_is_the_newer_one(
     finally:
         catalog.close()
     assert hits
-    assert {Path(h.path).name for h in hits} <= {"session.v5.jsonl", "session.1.jsonl"}
+    assert {Path(h.path).name for h in hits} <= {newest_name, "session.1.jsonl"}

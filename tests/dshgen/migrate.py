@@ -1,6 +1,6 @@
 """Turn a v0 dsh session log into its twin of a later format version, step by adjacent step.
 
-dsh (deepseek-harness) migrates an old session log through adjacent edges v0→v1→v2→v3→v4→v5.
+dsh (deepseek-harness) migrates an old session log through adjacent edges v0→v1→…→v5→v6.
 This module redoes those edges in Python for tests, from dsh's own descriptions of them. No dsh
 code is copied; each rule names where it was read ("[S18]" etc. are the source keys of the fact
 sheet ``shared/docs/dsh-format-generations.md``):
@@ -1158,7 +1158,54 @@ def v4_to_v5(log: Log, *, notes: Notes = None) -> Log:
     return header, copy.deepcopy(log[1])
 
 
-STEPS: tuple[Callable[..., Log], ...] = (v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5)
+# --------------------------------------------------------------------------- v5 -> v6
+
+
+def v5_to_v6(log: Log, *, notes: Notes = None) -> Log:
+    """Migrate a v5 log to quockhangluong1012's v6 [S51].
+
+    The header's version becomes 6 (V6 keeps V5's header shape and physical rows). On every
+    event, ``data.metadata.provenance`` becomes ``data.metadata.sourceRef``, and so does
+    ``evidence/recorded``'s ``data.provenance``: the same value moves. A ``provenance`` anywhere
+    else (inside message content, tool results) is opaque data and stays. dsh refuses a record
+    that already holds both names, and records V6 requires members of that V5 never wrote; this
+    step keeps such a record as it is and notes it.
+
+    Args:
+        log: A v5 log.
+        notes: Where to record bent rules.
+
+    Returns:
+        The v6 log.
+    """
+    header = copy.deepcopy(log[0])
+    header["version"] = 6
+    rows = copy.deepcopy(log[1])
+    for row in rows:
+        data = row.get("data")
+        if not isinstance(data, dict):
+            continue
+        holders = [data.get("metadata")]
+        if row.get("type") == "evidence/recorded":
+            holders.append(data)
+        for holder in holders:
+            if not isinstance(holder, dict) or "provenance" not in holder:
+                continue
+            if "sourceRef" in holder:
+                _note(notes, f"v5->v6: seq {row.get('seq')}: provenance beside sourceRef; kept")
+                continue
+            holder["sourceRef"] = holder.pop("provenance")
+    return header, rows
+
+
+STEPS: tuple[Callable[..., Log], ...] = (
+    v0_to_v1,
+    v1_to_v2,
+    v2_to_v3,
+    v3_to_v4,
+    v4_to_v5,
+    v5_to_v6,
+)
 """The adjacent edges; ``STEPS[n]`` migrates version n to n + 1."""
 
 
@@ -1167,7 +1214,7 @@ def migrate(log: Log, to: int = 5, *, notes: Notes = None) -> Log:
 
     Args:
         log: A log of version 0 to ``to``.
-        to: The target version, 0 to 5.
+        to: The target version, 0 to 6.
         notes: Where to record bent rules.
 
     Returns:

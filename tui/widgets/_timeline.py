@@ -37,7 +37,9 @@ REASON_STYLE: dict[str, str] = {
     "aborted": "yellow",
     "error": "bold red",
     "max-tokens": "magenta",
+    "max-steps": "magenta",
     "interrupted": "yellow",
+    "blocked": "yellow",
     "open": "bold cyan",
 }
 
