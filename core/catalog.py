@@ -40,9 +40,10 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from .fresh import (
     GEN_BYTES,
@@ -125,8 +126,7 @@ class CatalogError(Exception):
     """The catalog cannot be opened or rebuilt (e.g. the cache folder is unwritable)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LogEntry:
+class LogEntry(msgspec.Struct, frozen=True):
     """One catalogued log, as lineage crediting needs it."""
 
     id: int
@@ -151,8 +151,7 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 _Job = tuple[str, "str | None", "tuple[int, int, int, int | None, int, int] | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Extracted:
+class _Extracted(msgspec.Struct, frozen=True):
     """What indexing one log produced, as plain values (it crosses processes)."""
 
     path: str

@@ -19,6 +19,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from .content import TokenUsage, ToolCall, TurnError, turn_blocks
 from .root import LoadedSession, SessionRoot
 from .summary import SessionSummary
@@ -78,8 +80,7 @@ class Side:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(msgspec.Struct, frozen=True):
     """Two sides after their split.
 
     Attributes:

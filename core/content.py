@@ -12,10 +12,11 @@ a result whose call is not in the events given becomes a `ToolCall` named `?`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, TypeAlias
 
+import msgspec
 import orjson
 
 from .clipped import Clipped, join_texts, text_length
@@ -43,16 +44,14 @@ def message_source_kind(message: Any) -> str | None:
 # -- blocks ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class UserText:
+class UserText(msgspec.Struct, frozen=True):
     """What the user typed (a `user/message`, or one spliced in from the agent's inbox)."""
 
     text: str
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class ContextText:
+class ContextText(msgspec.Struct, frozen=True):
     """A `user/message` a plugin injected (its `source.kind` names the plugin)."""
 
     text: str
@@ -60,8 +59,7 @@ class ContextText:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class AssistantText:
+class AssistantText(msgspec.Struct, frozen=True):
     """The text of an `assistant/message` (the assembled, authoritative model output)."""
 
     text: str
@@ -69,8 +67,7 @@ class AssistantText:
     step: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Reasoning:
+class Reasoning(msgspec.Struct, frozen=True):
     """The reasoning parts of an `assistant/message`."""
 
     text: str
@@ -78,8 +75,7 @@ class Reasoning:
     step: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(msgspec.Struct, frozen=True):
     """A tool's result, as the `tool/result` event gives it.
 
     Attributes:
@@ -92,15 +88,14 @@ class ToolResult:
     text: str
     is_error: bool
     seq: int
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
 
 #: Tools whose `command` argument is a shell command line.
 SHELL_TOOLS: Final = frozenset({"bash", "shell"})
 
 
-@dataclass(frozen=True, slots=True)
-class FileEdit:
+class FileEdit(msgspec.Struct, frozen=True):
     """An edit call's change: `old` replaced by `new` in `path` (`old` is empty for a
     whole-file write)."""
 
@@ -109,8 +104,7 @@ class FileEdit:
     new: str
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True):
     """A tool invocation and, once it arrived, its result.
 
     Attributes:
@@ -176,16 +170,14 @@ class ToolCall:
         return FileEdit(path, old, new)
 
 
-@dataclass(frozen=True, slots=True)
-class TurnError:
+class TurnError(msgspec.Struct, frozen=True):
     """An error ending (`turn/end` reason `error`, or a `{"error": …}` turn/end)."""
 
     message: str
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
+class TokenUsage(msgspec.Struct, frozen=True):
     """One usage sample's buckets (dsh's `TokenUsage`); absent buckets are 0."""
 
     input_tokens: int = 0
@@ -225,8 +217,7 @@ class TokenUsage:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class StepUsage:
+class StepUsage(msgspec.Struct, frozen=True):
     """The usage of one model call (a step), after later samples replaced earlier ones.
 
     Attributes:
@@ -296,8 +287,7 @@ def header_model(event: SessionEvent) -> str | None:
     return config_model(header.get("config") if isinstance(header, dict) else None)
 
 
-@dataclass(frozen=True, slots=True)
-class UsageSample:
+class UsageSample(msgspec.Struct, frozen=True):
     """One usage sample: from an `assistant/chunk` of type `usage`, or an
     `assistant/message` with `data.usage`. A later sample for the same (turn, step)
     replaces an earlier one."""
@@ -545,8 +535,7 @@ RAW_CHARS: Final = 200_000
 EXCERPT_CHARS: Final = 160
 
 
-@dataclass(frozen=True, slots=True)
-class Bounded:
+class Bounded(msgspec.Struct, frozen=True):
     """A prefix of a field, and how much of it was left off.
 
     Attributes:

@@ -14,16 +14,16 @@ every path, failures included.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import os
 import re
 import secrets
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+import msgspec
 
 from .clipped import Clipped
 from .content import (
@@ -59,8 +59,7 @@ class ExportError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class ForkPoint:
+class ForkPoint(msgspec.Struct, frozen=True):
     """Where a child left its parent: the last inherited turn and its `turn/end` seq."""
 
     parent: str
@@ -68,16 +67,14 @@ class ForkPoint:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class TurnDoc:
+class TurnDoc(msgspec.Struct, frozen=True):
     """One turn's blocks, ready to render."""
 
     turn: Turn
     blocks: tuple[Block, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionDoc:
+class SessionDoc(msgspec.Struct, frozen=True):
     """What an export shows of one session."""
 
     title: str
@@ -368,14 +365,14 @@ def write_turn_markdown(
     blocks: list[Block] = []
     for block in turn_blocks(events):
         if isinstance(block, UserText):
-            block = dataclasses.replace(block, text=mark(block.text, quoted=True))
+            block = msgspec.structs.replace(block, text=mark(block.text, quoted=True))
         elif isinstance(block, (ContextText, AssistantText, Reasoning)):
-            block = dataclasses.replace(block, text=mark(block.text))
+            block = msgspec.structs.replace(block, text=mark(block.text))
         elif isinstance(block, ToolCall):
             result = block.result
             if result is not None:
-                result = dataclasses.replace(result, text=mark(result.text))
-            block = dataclasses.replace(
+                result = msgspec.structs.replace(result, text=mark(result.text))
+            block = msgspec.structs.replace(
                 block, arguments_text=mark(block.arguments_text), result=result
             )
         blocks.append(block)

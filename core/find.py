@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from .search import QueryError, parse_query
 from .view import TurnView
 
 
-@dataclass(frozen=True, slots=True)
-class Finder:
+class Finder(msgspec.Struct, frozen=True):
     """A compiled query.
 
     Attributes:

@@ -1446,8 +1446,7 @@ class _FrameReader:
             window = min(window * 2, 1 << 22) if grow else max(256, window // 2)
 
 
-@dataclass(frozen=True, slots=True)
-class _BigFrame:
+class _BigFrame(msgspec.Struct, frozen=True):
     """A zstd frame whose content is too big to hold (`_FrameReader.frame`)."""
 
     used: int  # its compressed size

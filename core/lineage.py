@@ -9,15 +9,15 @@ never followed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from .model import LogProblem, ProblemKind
 from .summary import SessionSummary
 
 
-@dataclass(frozen=True, slots=True)
-class LineageNode:
+class LineageNode(msgspec.Struct, frozen=True):
     """One session in the forest.
 
     Attributes:
@@ -41,16 +41,14 @@ class LineageNode:
         return self.summary.origin
 
 
-@dataclass(frozen=True, slots=True)
-class MissingParent:
+class MissingParent(msgspec.Struct, frozen=True):
     """A parent id that no log under the root claims, with the children naming it."""
 
     parent_id: str
     children: tuple[LineageNode, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Lineage:
+class Lineage(msgspec.Struct, frozen=True):
     """The forest over all sessions of a root.
 
     Attributes:
@@ -63,8 +61,8 @@ class Lineage:
 
     roots: tuple[LineageNode, ...]
     missing: tuple[MissingParent, ...]
-    parent_of: dict[Path, Path] = field(default_factory=dict)
-    problems: dict[Path, tuple[LogProblem, ...]] = field(default_factory=dict)
+    parent_of: dict[Path, Path] = msgspec.field(default_factory=dict)
+    problems: dict[Path, tuple[LogProblem, ...]] = msgspec.field(default_factory=dict)
 
     def ancestors(self, path: Path) -> list[Path]:
         """Parent, grandparent, ... of a log (stops on a cycle)."""
@@ -94,8 +92,7 @@ def link_key(summary: SessionSummary) -> LinkKey:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Links:
+class Links(msgspec.Struct, frozen=True):
     """Who is whose parent, by index into the keys `link_sessions` was given.
 
     Attributes:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
+import msgspec
 import orjson
 import zstandard
 
@@ -630,8 +631,7 @@ def _may_become_header(tail: bytes) -> bool:
     return not start or (start[:1] == b"{" and b"\0" not in tail)
 
 
-@dataclass(frozen=True, slots=True)
-class LogContents:
+class LogContents(msgspec.Struct, frozen=True):
     """A log read whole: header, valid events and everything unusual."""
 
     path: Path

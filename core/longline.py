@@ -37,10 +37,10 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+import msgspec
 import orjson
 import zstandard
 
@@ -72,8 +72,7 @@ class LongLineError(ValueError):
     """A long line that is not one valid JSON value (or cannot be read)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSource:
+class FieldSource(msgspec.Struct, frozen=True):
     """Where a clipped field's bytes are: `start`–`end` of the line that begins at
     `line`, the string's content between its quotes, escapes and all.
 
@@ -88,8 +87,7 @@ class FieldSource:
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class LinePlace:
+class LinePlace(msgspec.Struct, frozen=True):
     """Where one line of a log starts.
 
     Attributes:
@@ -400,8 +398,7 @@ def _put_back(value: Any, clips: dict[str, Clipped]) -> Any:
 # -- reading a range of lines --------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LongRecord:
+class LongRecord(msgspec.Struct, frozen=True):
     """A long line decoded bounded (`value`), or why it does not decode (`error`);
     `length`: its bytes without the newline (-1 when it does not decode)."""
 

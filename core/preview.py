@@ -15,10 +15,10 @@ the whole log will show for those turns, and reads a turn's events the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import msgspec
 import orjson
 
 from .codec import parse_header
@@ -33,8 +33,7 @@ HEAD_BYTES: Final = 1 << 20
 _TURN_END_LINE: Final = b"\n" + TURN_END_LINE
 
 
-@dataclass(frozen=True)
-class HeadPreview:
+class HeadPreview(msgspec.Struct, frozen=True):
     """The turns that end within a log's head, and their events.
 
     Attributes:

@@ -21,9 +21,10 @@ An event's `time` picks the window. A malformed table is a `ConfigError` naming 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from .xdg import ConfigError, config_dir, load_toml
 
@@ -37,8 +38,7 @@ def default_path() -> Path:
     return config_dir() / "prices.toml"
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(msgspec.Struct, frozen=True):
     """Prices per million tokens of each bucket."""
 
     input: float
@@ -56,8 +56,7 @@ class Price:
         ) / _PER
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
+class Window(msgspec.Struct, frozen=True):
     """A UTC time-of-day window [start, end) in minutes, with its prices."""
 
     start: int
@@ -71,8 +70,7 @@ class Window:
         return minute >= self.start or minute < self.end
 
 
-@dataclass(frozen=True, slots=True)
-class ModelPrice:
+class ModelPrice(msgspec.Struct, frozen=True):
     """A model's base price and its windows (the first window that holds wins)."""
 
     base: Price
@@ -86,8 +84,7 @@ class ModelPrice:
         return self.base
 
 
-@dataclass(frozen=True, slots=True)
-class PriceTable:
+class PriceTable(msgspec.Struct, frozen=True):
     """`provider/model` -> its prices."""
 
     models: dict[str, ModelPrice]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
+import msgspec
 import orjson
 import zstandard
 
@@ -395,8 +396,7 @@ class LoadedSession:
         return [e for e in self.events if first_seq <= e.seq <= hi]
 
 
-@dataclass(frozen=True, slots=True)
-class ForkResult:
+class ForkResult(msgspec.Struct, frozen=True):
     """A persisted fork: the child's summary, its parent and the boundary used."""
 
     child: SessionSummary
@@ -962,7 +962,7 @@ class SessionRoot:
                 self._changed()
                 return
             # Nodes are frozen for their readers; only the root swaps their summary.
-            object.__setattr__(node, "summary", summary)
+            msgspec.structs.force_setattr(node, "summary", summary)
 
     def remove(self, path: Path) -> None:
         """Forget one log (it was deleted)."""

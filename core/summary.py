@@ -16,7 +16,6 @@ import mmap
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from itertools import accumulate, compress, repeat
 from operator import attrgetter, is_
 from pathlib import Path
@@ -104,8 +103,7 @@ _SEARCHED: Final = frozenset({b"session/title", b"user/message", END_SEED.encode
 _SPELLED_TYPE: Final = re.compile(rb'\n\{"type":"([^"]*)"')
 
 
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
+class SessionSummary(msgspec.Struct, frozen=True):
     """What a listing shows of one log.
 
     Attributes:
@@ -135,7 +133,7 @@ class SessionSummary:
     last_seq: int | None
     turns: int
     open_turn: bool
-    problems: tuple[LogProblem, ...] = field(default=())
+    problems: tuple[LogProblem, ...] = ()
     size: int = 0
     mtime: float = 0.0
     last_activity: int | None = None

@@ -8,8 +8,9 @@ get exactly the timeline a full read would give.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+import msgspec
 
 from .formats import assistant_message
 from .model import TURN_END, TURN_START, SessionEvent
@@ -34,8 +35,7 @@ TIMELINE_TYPES: Final = frozenset(
 EXCERPT: Final = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(msgspec.Struct, frozen=True):
     """One turn of a session, as a timeline row.
 
     Attributes:
@@ -95,8 +95,7 @@ class Turn:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Timeline:
+class Timeline(msgspec.Struct, frozen=True):
     """The turns of one session, plus what a browser needs around them.
 
     Attributes:
@@ -110,9 +109,9 @@ class Timeline:
     title: str | None
     seed_length: int = 0
     end_seed_seq: int | None = None
-    turn_ends: tuple[int, ...] = field(default=())
+    turn_ends: tuple[int, ...] = ()
     #: Each `session/title` that set the title, as (seq, title), in order.
-    titles: tuple[tuple[int, str], ...] = field(default=())
+    titles: tuple[tuple[int, str], ...] = ()
     #: The first user text that is not blank (the title without one), as (seq, text).
     first_user: tuple[int, str] | None = None
 

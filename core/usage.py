@@ -32,6 +32,7 @@ from operator import add
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+import msgspec
 import orjson
 
 from .codec import PACKED_TAGS, RecordError, expand_record, parse_header, plain_header_values
@@ -458,8 +459,7 @@ def _int_or_none(value: Any) -> int | None:
 # -- a root ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SessionUsage:
+class SessionUsage(msgspec.Struct, frozen=True):
     """One session's usage within a root.
 
     Attributes:
@@ -483,8 +483,7 @@ class SessionUsage:
     parent_outside: bool
 
 
-@dataclass(frozen=True, slots=True)
-class RootUsage:
+class RootUsage(msgspec.Struct, frozen=True):
     """Usage over a root (or a session's subtree)."""
 
     sessions: tuple[SessionUsage, ...]

@@ -14,9 +14,10 @@ import bisect
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from .codec import RecordError, expand_record
 from .content import Block, header_model, turn_blocks, usage_sample
@@ -35,8 +36,7 @@ from .usage import USAGE_NEEDLES, UsageFold
 OPEN_TURN = "turn {number} is still open: it has no turn/end yet"
 
 
-@dataclass(frozen=True, slots=True)
-class TurnView:
+class TurnView(msgspec.Struct, frozen=True):
     """One turn with the fork rule's verdict on its `turn/end`.
 
     Attributes:
@@ -373,7 +373,9 @@ class SessionView:
             return False
         tokens.feed(self._tail)
         self._tokens = tokens
-        self._turns = tuple(replace(v, tokens=tokens.of(v.turn)) for v in self._turns)
+        self._turns = tuple(
+            msgspec.structs.replace(v, tokens=tokens.of(v.turn)) for v in self._turns
+        )
         self._verdicts = {(v.index, v.turn.end_seq): v for v in self._turns}
         return True
 

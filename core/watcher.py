@@ -28,10 +28,11 @@ import stat
 import threading
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias, cast
 
+import msgspec
 import watchfiles
 
 from .formats import generation_of
@@ -62,8 +63,7 @@ _NATIVE_TIMEOUT_MS: Final = 250
 # -- changes ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SessionAdded:
+class SessionAdded(msgspec.Struct, frozen=True):
     """A log appeared under the root.
 
     Attributes:
@@ -73,8 +73,7 @@ class SessionAdded:
     summary: SessionSummary
 
 
-@dataclass(frozen=True, slots=True)
-class EventsAppended:
+class EventsAppended(msgspec.Struct, frozen=True):
     """A known log changed: events were appended, or problems appeared or cleared.
 
     Attributes:
@@ -91,8 +90,7 @@ class EventsAppended:
     reset: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRemoved:
+class SessionRemoved(msgspec.Struct, frozen=True):
     """A known log vanished (deleted, or renamed away).
 
     Attributes:
@@ -113,8 +111,7 @@ class SessionRemoved:
     moved_to: Path | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProblemFound:
+class ProblemFound(msgspec.Struct, frozen=True):
     """A problem that belongs to no session summary (e.g. a folder that cannot be listed).
 
     Problems of a known log travel in `EventsAppended.problems` with its summary.
@@ -124,8 +121,7 @@ class ProblemFound:
     problem: LogProblem
 
 
-@dataclass(frozen=True, slots=True)
-class RootGone:
+class RootGone(msgspec.Struct, frozen=True):
     """The root folder was removed or replaced; the watch ends after this change."""
 
     path: Path
@@ -189,7 +185,7 @@ def advance_summary(
             kept.append(problem)
     if tail is not None:
         kept.append(tail)
-    return replace(
+    return msgspec.structs.replace(
         summary,
         events=count,
         last_seq=last_seq,
@@ -370,7 +366,7 @@ class RootWatcher:
                 summary = added.get(identity) if identity is not None else None
                 # The id too: a file deleted and another created may share an inode.
                 if summary is not None and summary.id == change.session_id:
-                    change = replace(change, moved_to=summary.path)
+                    change = msgspec.structs.replace(change, moved_to=summary.path)
                 elif identity is not None and not self.poll and change.path not in held:
                     self._held[change.path] = (change, identity)
                     continue
@@ -696,7 +692,7 @@ class RootWatcher:
         # dsh wrote a newer generation beside the log (it migrated the session when it
         # opened it for writing): the new file is the session now, the old one history.
         gone = [
-            replace(self._drop(old, self._tracked[old]), moved_to=path)
+            msgspec.structs.replace(self._drop(old, self._tracked[old]), moved_to=path)
             for old in dict.fromkeys([*moved, *replaced])
         ]
         return [*gone, SessionAdded(summary)]

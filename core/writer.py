@@ -17,10 +17,10 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import zstandard
 
 from .codec import encode_records
@@ -78,8 +78,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class FileRange:
+class FileRange(msgspec.Struct, frozen=True):
     """Bytes `[start, end)` of an existing file, as a chunk of `write_new_file`.
 
     Copied in the kernel (`os.copy_file_range`, a reflink on filesystems that have

@@ -24,10 +24,10 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import orjson
 from turnline.core.codec import encode_records, parse_header
 from turnline.core.formats import NEWEST_VERSION
@@ -76,8 +76,7 @@ REASONS: Final[Mapping[str, Mapping[str, Any]]] = {
 # -- content --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Project:
+class _Project(msgspec.Struct, frozen=True):
     files: tuple[str, ...]
     symbols: tuple[str, ...]
     commands: tuple[str, ...]
@@ -184,8 +183,7 @@ _CODE: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolUse:
+class ToolUse(msgspec.Struct, frozen=True):
     """One tool call of a generated turn and the result it gets.
 
     Attributes:
@@ -201,8 +199,7 @@ class ToolUse:
     is_error: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class GeneratedTurn:
+class GeneratedTurn(msgspec.Struct, frozen=True):
     """One turn's events and where an agent would flush them.
 
     Attributes:
@@ -864,8 +861,7 @@ def _deep(value: Any) -> Any:
 # -- the demo root ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DemoRoot:
+class DemoRoot(msgspec.Struct, frozen=True):
     """A generated demo root.
 
     Attributes:
@@ -880,7 +876,7 @@ class DemoRoot:
     path: Path
     live_path: Path
     sessions: int
-    roles: Mapping[str, Path] = field(default_factory=dict)
+    roles: Mapping[str, Path] = msgspec.field(default_factory=dict)
 
 
 _SHOP: Final = "/home/dev/shop-api"

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 from textual.message import Message
 from turnline.core.lineage import Lineage
 from turnline.core.model import LogProblem, SessionEvent
@@ -21,8 +22,7 @@ from turnline.core.summary import SessionSummary
 from turnline.core.view import SessionView, TurnTokens
 
 
-@dataclass(frozen=True)
-class RootSnapshot:
+class RootSnapshot(msgspec.Struct, frozen=True):
     """Everything the session tree shows of a root at one moment.
 
     Attributes:
@@ -54,8 +54,7 @@ class RootSnapshot:
         return (*own, *self.lineage.problems.get(path, ()))
 
 
-@dataclass(frozen=True)
-class Appended:
+class Appended(msgspec.Struct, frozen=True):
     """Events appended to one log since the last batch (from the watcher)."""
 
     summary: SessionSummary

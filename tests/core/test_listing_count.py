@@ -10,11 +10,11 @@ down a slower path, or lets the fast one answer a log it should hand on, is caug
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 from turnline.core import summary
 from turnline.core.index import index_log
 from turnline.core.summary import summarize

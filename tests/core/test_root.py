@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 import zstandard
@@ -244,7 +244,7 @@ def test_selections_and_counts_only_updates_rebuild_no_lineage(
         root.load(summaries[k % len(summaries)])
     for k in range(20):  # 20 appends that change counts only
         s = root.summaries()[k % len(summaries)]
-        root.update(dataclasses.replace(s, events=s.events + 1, size=s.size + 10))
+        root.update(msgspec.structs.replace(s, events=s.events + 1, size=s.size + 10))
         lineage = root.lineage()
     assert calls == []
     # The cached lineage shows the new summaries.
@@ -252,7 +252,7 @@ def test_selections_and_counts_only_updates_rebuild_no_lineage(
     assert {p: n.summary for p, n in nodes.items()} == {s.path: s for s in root.summaries()}
     # A lineage field that changes (the parent) drops it: one rebuild.
     s = root.summaries()[3]
-    root.update(dataclasses.replace(s, path=s.path, header=None))
+    root.update(msgspec.structs.replace(s, path=s.path, header=None))
     root.lineage()
     assert calls == [1]
 

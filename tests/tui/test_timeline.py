@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, date, datetime
 from typing import Any
 
+import msgspec
 from textual.app import App, ComposeResult
 from turnline.core.logfile import read_log
 from turnline.core.timeline import Timeline, build_timeline
@@ -43,8 +43,8 @@ def timeline_of(family: Family, name: str = "parent") -> Timeline:
 
 def many(base: Timeline, count: int) -> Timeline:
     """`count` turns, cycling the base's (each a distinct object, as a real log gives)."""
-    turns = tuple(dataclasses.replace(base.turns[i % len(base.turns)]) for i in range(count))
-    return dataclasses.replace(base, turns=turns)
+    turns = tuple(msgspec.structs.replace(base.turns[i % len(base.turns)]) for i in range(count))
+    return msgspec.structs.replace(base, turns=turns)
 
 
 def rows(timeline: Timeline, refused: frozenset[int] = frozenset()) -> tuple[TurnView, ...]:
@@ -135,7 +135,7 @@ async def test_grow_renders_only_new_and_changed_rows(family: Family) -> None:
         assert "●" in open_row.text
         # The open turn closes: a new object at the same index, so its row is redrawn;
         # the unchanged closed turn keeps its cached strip.
-        closed = dataclasses.replace(full.turns[1], end_seq=99, reason="completed")
+        closed = msgspec.structs.replace(full.turns[1], end_seq=99, reason="completed")
         # (the core's view keeps the same TurnView for a turn that did not change)
         timeline.grow((views[0], TurnView(closed, 1, False, None)))
         await pilot.pause()
@@ -149,18 +149,18 @@ async def test_the_turn_column_fits_four_digit_turn_numbers(family: Family) -> N
     when a live append brings a longer number."""
     base = timeline_of(family)
     numbered = tuple(
-        dataclasses.replace(base.turns[i % len(base.turns)], number=990 + i) for i in range(9)
+        msgspec.structs.replace(base.turns[i % len(base.turns)], number=990 + i) for i in range(9)
     )
     app = Host()
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(TurnTimeline)
-        timeline.show(rows(dataclasses.replace(base, turns=numbered)), None, cursor_turn=0)
+        timeline.show(rows(msgspec.structs.replace(base, turns=numbered)), None, cursor_turn=0)
         await pilot.pause()
         lines = screen_text(app)
         assert "990" in lines[1] and "998" in lines[9]
         assert all("…" not in line.split()[1] for line in lines[1:10])
-        longer = (*numbered, dataclasses.replace(base.turns[0], number=12345))
-        timeline.grow(rows(dataclasses.replace(base, turns=longer)))
+        longer = (*numbered, msgspec.structs.replace(base.turns[0], number=12345))
+        timeline.grow(rows(msgspec.structs.replace(base, turns=longer)))
         timeline.move_cursor(row=9)
         await pilot.pause()
         assert "12345" in "\n".join(screen_text(app))
@@ -207,9 +207,11 @@ async def test_tokens_column_and_dates(family: Family) -> None:
     of 0 shows as `—`, not 1970."""
     base = timeline_of(family)
     views = list(rows(base))
-    views[0] = dataclasses.replace(views[0], tokens=12_345)
-    views[1] = dataclasses.replace(views[1], tokens=950)
-    views[2] = dataclasses.replace(views[2], turn=dataclasses.replace(base.turns[2], started=0))
+    views[0] = msgspec.structs.replace(views[0], tokens=12_345)
+    views[1] = msgspec.structs.replace(views[1], tokens=950)
+    views[2] = msgspec.structs.replace(
+        views[2], turn=msgspec.structs.replace(base.turns[2], started=0)
+    )
     app = Host()
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(TurnTimeline)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import msgspec
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,8 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Static
 
 
-@dataclass(frozen=True, slots=True)
-class ExportRequest:
+class ExportRequest(msgspec.Struct, frozen=True):
     """What the user asked for."""
 
     fmt: str

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
+import msgspec
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,8 +17,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 from .._text import line
 
 
-@dataclass(frozen=True)
-class ForkPlan:
+class ForkPlan(msgspec.Struct, frozen=True):
     """What the dialog proposes: fork `parent_id` through seq `boundary`."""
 
     parent_title: str
@@ -32,8 +31,7 @@ class ForkPlan:
         return self.boundary + 1
 
 
-@dataclass(frozen=True)
-class ForkRequest:
+class ForkRequest(msgspec.Struct, frozen=True):
     """The user's confirmed fork; `child_id` None means "generate one"."""
 
     plan: ForkPlan

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import msgspec
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -65,8 +65,7 @@ def hit_prompt(hit: Hit) -> Text:
     return head + body
 
 
-@dataclass(frozen=True)
-class SearchChoice:
+class SearchChoice(msgspec.Struct, frozen=True):
     """The hit Enter chose, and the query that found it (the detail pane highlights it).
 
     Attributes:

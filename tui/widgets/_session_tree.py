@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import msgspec
 from rich.text import Text
 from textual import on, work
 from textual.binding import Binding, BindingType
@@ -58,8 +58,7 @@ EAGER_SESSIONS = 400
 _Item = tuple[str, "LineageNode | tuple[str, tuple[LineageNode, ...]]"]
 
 
-@dataclass(frozen=True)
-class TreeEntry:
+class TreeEntry(msgspec.Struct, frozen=True):
     """What a tree node stands for.
 
     Attributes:

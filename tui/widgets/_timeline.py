@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import ClassVar
 
+import msgspec
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -71,8 +71,7 @@ CELL_PADDING = 1  # spaces either side of every cell
 HEADER_HEIGHT = 1
 
 
-@dataclass(frozen=True)
-class Divider:
+class Divider(msgspec.Struct, frozen=True):
     """Where a child's seed ends: the parent and the inherited boundary."""
 
     parent_title: str

@@ -16,6 +16,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import msgspec
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on
@@ -93,8 +94,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-@dataclass(frozen=True)
-class TurnContent:
+class TurnContent(msgspec.Struct, frozen=True):
     """What a worker read for one turn: core values only.
 
     Attributes:
@@ -136,8 +136,7 @@ class TurnContent:
         return str(self.path)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(msgspec.Struct, frozen=True):
     """One piece of the pane and what a find may match in it.
 
     Attributes:
@@ -447,8 +446,7 @@ class _Field:
     fold: Fold | None = None
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(msgspec.Struct, frozen=True):
     """One match: the field it is in and its character span there."""
 
     field: int
