@@ -12,7 +12,6 @@ a result whose call is not in the events given becomes a `ToolCall` named `?`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, TypeAlias
 
@@ -389,8 +388,7 @@ def turn_error(data: Any) -> str | None:
     return None
 
 
-@dataclass(slots=True)
-class _PendingCall:
+class _PendingCall(msgspec.Struct):
     name: str
     call_id: str | None
     arguments: Any

@@ -353,8 +353,7 @@ class IndexCancelled(Exception):
 Progress = Callable[[float], None]
 
 
-@dataclass(slots=True)
-class _Frame:
+class _Frame(msgspec.Struct):
     """Where one zstd frame's lines sit in a batch (for LogReader's line numbers)."""
 
     first_line: int  # index (in the batch) of the frame's first line
@@ -376,15 +375,13 @@ def _frame_of(frames: list[_Frame], index: int) -> int:
     return lo
 
 
-@dataclass(slots=True)
-class _Stop:
+class _Stop(msgspec.Struct):
     message: str
     kind: ProblemKind
     torn_possible: bool = True
 
 
-@dataclass(slots=True)
-class _Halt:
+class _Halt(msgspec.Struct):
     """Where a batch stopped: the bad line's block offset and batch line index."""
 
     at: int

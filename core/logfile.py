@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -129,8 +128,7 @@ def bad_record_problem(
     return LogProblem(kind, f"{message}; the log is unreadable {where}", seq=next_seq, line=line)
 
 
-@dataclass(slots=True)
-class ReadBatch:
+class ReadBatch(msgspec.Struct):
     """What one `LogReader.read()` call found.
 
     Attributes:
@@ -140,8 +138,8 @@ class ReadBatch:
             and `events` starts again from the beginning.
     """
 
-    events: list[SessionEvent] = field(default_factory=list)
-    problems: list[LogProblem] = field(default_factory=list)
+    events: list[SessionEvent] = msgspec.field(default_factory=list)
+    problems: list[LogProblem] = msgspec.field(default_factory=list)
     reset: bool = False
 
 
@@ -605,8 +603,7 @@ class LogReader:
         self.problems.append(problem)
 
 
-@dataclass(slots=True)
-class _Rules:
+class _Rules(msgspec.Struct):
     """What the header's version makes of the rows (`formats`)."""
 
     #: The version is not one this reader knows: rows are not read.

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from operator import add
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -93,8 +92,7 @@ def _key(model: str | None, time: int | float) -> Key:
     return (model or UNKNOWN_MODEL, day, rest // _MINUTE_MS)
 
 
-@dataclass(slots=True)
-class UsageTotals:
+class UsageTotals(msgspec.Struct):
     """One usage object (the issue's U) being summed.
 
     `tokens` maps (model, day, minute) -> [input, output, cacheRead, cacheWrite,
@@ -102,12 +100,12 @@ class UsageTotals:
     (copies share rows): to change one, assign a new list.
     """
 
-    tokens: dict[Key, list[int]] = field(default_factory=dict)
+    tokens: dict[Key, list[int]] = msgspec.field(default_factory=dict)
     turns: int = 0
     tool_calls: int = 0
     errors: int = 0
     active_ms: int = 0
-    unmetered: dict[str, int] = field(default_factory=dict)
+    unmetered: dict[str, int] = msgspec.field(default_factory=dict)
 
     def _apply(self, key: Key, usage: TokenUsage, sign: int, calls: int) -> None:
         # A new row, never a change in place: copies share rows (see `copy`).
@@ -293,8 +291,7 @@ def _error_ending(data: Any) -> bool:
     return "error" in data
 
 
-@dataclass(slots=True)
-class _Last:
+class _Last(msgspec.Struct):
     turn: int | None
     step: int | None
     usage: TokenUsage

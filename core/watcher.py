@@ -28,7 +28,6 @@ import stat
 import threading
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeAlias, cast
 
@@ -252,8 +251,7 @@ def _stat_key(st: os.stat_result) -> _StatKey:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-@dataclass(slots=True)
-class _Tracked:
+class _Tracked(msgspec.Struct):
     """What the watcher knows of one log."""
 
     summary: SessionSummary

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -436,8 +435,7 @@ def part_plain(part: Part) -> str:
     return ""
 
 
-@dataclass
-class _Field:
+class _Field(msgspec.Struct):
     """A part on screen that a find searches: its Static, and its fold if folded."""
 
     static: Static
