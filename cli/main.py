@@ -648,7 +648,9 @@ def _diff_lines(result: Any) -> list[str]:
 
     lines = [
         f"ancestor {one_line(result.ancestor.id)}, diverged at seq {result.diverged_at}"
-        f" (shared: {render.plural(result.shared_turns, 'turn')})",
+        f" (shared: {render.plural(result.shared_turns, 'turn')}"
+        + (f"; split inside turn {result.split_turn}" if result.split_turn is not None else "")
+        + ")",
     ]
     for label, side in (("left", result.left), ("right", result.right)):
         tools = ", ".join(f"{one_line(k)}×{v:,}" for k, v in side.tool_calls.items()) or "none"

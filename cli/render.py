@@ -194,7 +194,8 @@ def show_lines(view: SessionView, width: int) -> list[str]:
     """The `show` view: a header block, the problems, then one row per turn.
 
     A `◆` marks rows that end with a `turn/end` (fork there with `--at <end seq>`);
-    a divider follows the last row of the inherited seed.
+    a divider follows the last turn that ended within the inherited seed, and says
+    so when the seed ends inside the next turn (a dsh fork cut inside an open turn).
     """
     summary = view.summary
     header = summary.header
@@ -229,9 +230,9 @@ def show_lines(view: SessionView, width: int) -> list[str]:
         lines.append("(no turns)")
         return lines
     rows: list[list[str]] = [["", "TURN", "SEQS", "REASON", "STEPS", "TOOLS", "USER"]]
-    divider_after: int | None = None
+    divider_after: int | None = -1 if seed else None
     for index, turn in enumerate(turns):
-        if seed and turn.first_seq < seed:
+        if seed and view.turns[index].inherited:
             divider_after = index
         rows.append(
             [
@@ -249,11 +250,18 @@ def show_lines(view: SessionView, width: int) -> list[str]:
     for row, turn in zip(rows[1:], turns, strict=True):
         row[6] = one_line(turn.user, user_width)
     table = _table(rows, right=(1, 4))
+    divider = None
+    if parent is not None and divider_after is not None:
+        split = view.timeline.split_at(seed)
+        inside = f", inside turn {split.number}" if split is not None else ""
+        divider = f"── forked from {one_line(parent)} at seq {seed - 1}{inside} ──"
     lines.append(table[0])
+    if divider is not None and divider_after == -1:
+        lines.append(divider)
     for index, line in enumerate(table[1:]):
         lines.append(line)
-        if index == divider_after and parent is not None:
-            lines.append(f"── forked from {one_line(parent)} at seq {seed - 1} ──")
+        if divider is not None and index == divider_after:
+            lines.append(divider)
     lines.append(f"{FORKABLE_MARK} forkable: turnline fork … --at <last seq of the row>")
     return lines
 

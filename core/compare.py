@@ -86,7 +86,10 @@ class Comparison(msgspec.Struct, frozen=True):
     Attributes:
         ancestor: The nearest session both descend from (possibly one of them).
         diverged_at: The first seq the two do not share.
-        shared_turns: Turns of the ancestor before `diverged_at`.
+        shared_turns: Turns of the ancestor that ended before `diverged_at`.
+        split_turn: The number of the ancestor's turn that `diverged_at` falls inside
+            (a dsh fork cut inside an open turn: each side ends that turn its own way,
+            and each side's turns start with it), else None.
     """
 
     ancestor: SessionSummary
@@ -94,6 +97,7 @@ class Comparison(msgspec.Struct, frozen=True):
     left: Side
     right: Side
     shared_turns: int = 0
+    split_turn: int | None = None
 
     @property
     def rows(self) -> list[tuple[Turn | None, Turn | None]]:
@@ -105,6 +109,7 @@ class Comparison(msgspec.Struct, frozen=True):
         return {
             "ancestor": {"id": self.ancestor.id, "path": str(self.ancestor.path)},
             "divergedAt": self.diverged_at,
+            "splitTurn": self.split_turn,
             "left": self.left.to_json_dict(),
             "right": self.right.to_json_dict(),
             "rows": [
@@ -176,35 +181,48 @@ def compare(root: SessionRoot, left: SessionSummary, right: SessionSummary) -> C
     common, diverged = split_point(root, left.path, right.path)
     ancestor = _summary(root, common)
     loaded = root.load(ancestor)
-    shared = sum(1 for t in loaded.timeline.turns if t.first_seq < diverged)
+    shared = sum(1 for t in loaded.timeline.turns if t.end_seq is not None and t.end_seq < diverged)
+    split = loaded.timeline.split_at(diverged)
     return Comparison(
         ancestor=ancestor,
         diverged_at=diverged,
         left=side(root, left, diverged),
         right=side(root, right, diverged),
         shared_turns=shared,
+        split_turn=None if split is None else split.number,
     )
 
 
 def side(root: SessionRoot, summary: SessionSummary, diverged: int) -> Side:
-    """One session's turns from seq `diverged` on, with their totals.
+    """One session's turns from seq `diverged` on (a turn the split falls inside
+    included: it ends on this side), with their totals.
 
     The tokens are `core.usage`'s fold (the rule `usage` and the usage screen count
     by) of the events from `diverged` on, taken as the side's own: a sample outside
-    any turn (a headless log writes no turn/start) counts too.
+    any turn (a headless log writes no turn/start) counts too. Tool calls, errors,
+    files and time count from the split too: of a turn the split falls inside, only
+    the calls made and the errors met from `diverged` on (a call made before the split
+    is shared, whichever side its result landed on), timed from the last shared event.
     """
     loaded = root.load(summary)
-    turns = tuple(t for t in loaded.timeline.turns if t.first_seq >= diverged)
+    turns = tuple(t for t in loaded.timeline.turns if t.end_seq is None or t.end_seq >= diverged)
     fold = UsageFold(diverged).feed(loaded.events_between(diverged, None))
     tools: Counter[str] = Counter()
     errors = 0
     wall = 0
     files: dict[str, None] = {}
     for turn in turns:
-        if turn.started is not None and turn.ended is not None:
-            span = turn.ended - turn.started  # infinite or NaN for a log's `1e400`
+        started = turn.started
+        split = turn.first_seq < diverged  # the turn the split falls inside
+        if split:
+            shared = loaded.events_between(diverged - 1, diverged - 1)
+            started = shared[0].time if shared else started
+        if started is not None and turn.ended is not None:
+            span = turn.ended - started  # infinite or NaN for a log's `1e400`
             wall += max(0, int(span)) if math.isfinite(span) else 0
         for block in turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)):
+            if split and isinstance(block, TurnError | ToolCall) and block.seq < diverged:
+                continue
             if isinstance(block, TurnError):
                 errors += 1
             elif isinstance(block, ToolCall):

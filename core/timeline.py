@@ -126,6 +126,20 @@ class Timeline(msgspec.Struct, frozen=True):
             return fallback_title(self.first_user[1])
         return None
 
+    def split_at(self, seq: int) -> Turn | None:
+        """The turn that `seq` cuts in two: it starts before `seq` and has not ended
+        before it. A dsh fork (V4+) may cut its parent inside an open turn: the
+        child's seed ends there, and the child closes that turn with its own closers
+        (`turn/end` reason `forked`). None when `seq` falls between turns."""
+        if seq <= 0:
+            return None
+        for turn in self.turns:
+            if turn.first_seq < seq and (turn.end_seq is None or turn.end_seq >= seq):
+                return turn
+            if turn.first_seq >= seq:
+                return None
+        return None
+
     def turn_at(self, seq: int) -> Turn | None:
         """The turn a seq belongs to, if any."""
         for turn in self.turns:

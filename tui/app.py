@@ -905,7 +905,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             parent.display_title() if parent is not None else f"{header.parent_session} (missing)"
         )
         short = self.session_tree.short_id_of(parent_path) if parent_path is not None else None
-        return Divider(title, header.parent_session, header.seed_length - 1, short or "")
+        split = view.timeline.split_at(header.seed_length)
+        return Divider(
+            title,
+            header.parent_session,
+            header.seed_length - 1,
+            short or "",
+            None if split is None else split.number,
+        )
 
     def _problems(self) -> tuple[Any, ...]:
         return self.view.loaded.problems if self.view is not None else ()

@@ -25,7 +25,8 @@ def test_diff_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "diff", str(tmp_path), "left", "right", "--json")
     assert code == 0
     payload = orjson.loads(out)
-    assert list(payload) == ["ancestor", "divergedAt", "left", "right", "rows"]
+    assert list(payload) == ["ancestor", "divergedAt", "splitTurn", "left", "right", "rows"]
+    assert payload["splitTurn"] is None  # a turnline fork splits at a turn/end
     assert payload["ancestor"]["id"] == "parent-1"
     assert payload["divergedAt"] == 8
     assert payload["left"]["files"] == ["src/left.py"]

@@ -177,3 +177,21 @@ async def test_the_fork_notification_counts_the_seed_as_the_dialog_does(tmp_path
         assert app.view.loaded.summary.events == boundary + 2  # the seed and its marker
         forked = [n.message for n in app._notifications if n.title == "Forked"]
         assert forked == [f"v5-seeded ← s1 at seq {boundary} ({boundary + 1} events inherited)"]
+
+
+async def test_a_child_cut_inside_a_turn_shows_where_its_seed_ends(tmp_path: Path) -> None:
+    """dsh (V4+) may fork inside an open turn: the divider comes before that turn, which
+    is the child's (it ends with the child's `forked` closers), and says so."""
+    from ..core.test_midturn_fork import BOUNDARY, family
+
+    _, child, _ = family(tmp_path, 5)
+    app = TurnlineApp(tmp_path, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        timeline = await opened(pilot, app, child)
+        assert timeline.row_count == 4  # two seed turns, the divider, turn 3
+        assert timeline.turn_index_at(2) is None
+        text = timeline.get_row_at(2)[1].plain
+        assert text.startswith(f"forked from parent-1 at seq {BOUNDARY}, inside turn 3 · ")
+        views = timeline.turn_views
+        assert [v.inherited for v in views] == [True, True, False]
+        assert views[2].turn.reason == "forked"

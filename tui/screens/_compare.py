@@ -99,7 +99,9 @@ class CompareScreen(Screen[None]):
         yield Static(
             Text(
                 f"shared: {plural(c.shared_turns, 'turn')} of {one_line(c.ancestor.id)} "
-                f"(diverged at seq {c.diverged_at})"
+                f"(diverged at seq {c.diverged_at}"
+                + ("" if c.split_turn is None else f", inside turn {c.split_turn}")
+                + ")"
             ),
             id="shared",
         )

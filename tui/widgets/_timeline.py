@@ -40,6 +40,7 @@ REASON_STYLE: dict[str, str] = {
     "max-steps": "magenta",
     "interrupted": "yellow",
     "blocked": "yellow",
+    "forked": "blue",
     "open": "bold cyan",
 }
 
@@ -80,6 +81,8 @@ class Divider(msgspec.Struct, frozen=True):
     #: The parent's short id as the tree shows it (unique under the root); the id's
     #: first 8 characters when empty.
     parent_short: str = ""
+    #: The turn the seed ends inside (a dsh fork cut inside an open turn), if any.
+    inside_turn: int | None = None
 
 
 #: A time of 0 (a log that records none) is no moment: shown as this, not 1970.
@@ -687,9 +690,10 @@ class TurnTimeline(ScrollView, can_focus=True):
         divider = self._divider
         assert divider is not None
         # The seq and the parent's short id come first: a narrow column cuts the title.
+        inside = "" if divider.inside_turn is None else f", inside turn {divider.inside_turn}"
         text = Text(
             f"forked from {divider.parent_short or divider.parent_id[:8]} "
-            f"at seq {divider.boundary} · ",
+            f"at seq {divider.boundary}{inside} · ",
             style="bold cyan",
             no_wrap=True,
             overflow="ellipsis",
