@@ -490,3 +490,31 @@ def test_synthetic_fold_repair_and_seed_marker() -> None:
     assert rows[13]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
     assert _fold_v5(rows) == _fold_v0(events) == [5, 1, 0, 0]
     assert any("sandboxMode" in n for n in notes)
+
+
+def test_v5_to_v6_renames_the_event_attribution_only() -> None:
+    """quockhangluong1012's V6 edge: `data.metadata.provenance` and `evidence/recorded`'s
+    `data.provenance` become `sourceRef` (the same value moves); a `provenance` inside
+    opaque data stays; a record holding both names is kept and noted (dsh refuses it)."""
+    source = {"source": "tool", "locator": "src/a.py"}
+    header = {"type": "session", "version": 5, "id": "s", "isSeeded": False}
+    rows = [
+        {"type": "task/created", "seq": 0, "time": 1, "data": {"metadata": {"provenance": source}}},
+        {"type": "evidence/recorded", "seq": 1, "time": 2, "data": {"provenance": source}},
+        {"type": "tool/result", "seq": 2, "time": 3, "data": {"meta": {"provenance": "x"}}},
+        {
+            "type": "claim/updated",
+            "seq": 3,
+            "time": 4,
+            "data": {"metadata": {"provenance": source, "sourceRef": source}},
+        },
+    ]
+    notes: list[str] = []
+    new_header, new_rows = migrate((header, rows), to=6, notes=notes)
+    assert new_header["version"] == 6 and header["version"] == 5  # the input is not changed
+    assert new_rows[0]["data"] == {"metadata": {"sourceRef": source}}
+    assert new_rows[1]["data"] == {"sourceRef": source}
+    assert new_rows[2] == rows[2]
+    assert new_rows[3] == rows[3]
+    assert notes == ["v5->v6: seq 3: provenance beside sourceRef; kept"]
+    assert rows[0]["data"] == {"metadata": {"provenance": source}}
