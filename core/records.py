@@ -276,11 +276,17 @@ class _ListedTurnEnd(_Listed, tag="turn/end", kw_only=True, gc=False):
 
 
 class _ListedTitle(_Listed, tag="session/title", gc=False):
-    """A `session/title` (a class of its own: the listing counts them)."""
+    """A `session/title` (a class of its own: the listing counts them), its data kept
+    as written (a record's last `data` key, as `JSON.parse` takes it), for the title."""
+
+    data: msgspec.Raw = _NO_DATA
 
 
 class _ListedUser(_Listed, tag="user/message", gc=False):
-    """A `user/message` (a class of its own: the listing counts them)."""
+    """A `user/message` (a class of its own: the listing counts them), its data kept
+    as written, for the title of a session without a `session/title`."""
+
+    data: msgspec.Raw = _NO_DATA
 
 
 class _ListedEndSeed(_Listed, tag="session/end-seed", gc=False):

@@ -58,6 +58,7 @@ from .records import (
     packed_row_counts,
     record_last_time,
     session_title,
+    user_title,
     zstd_frames,
 )
 
@@ -93,9 +94,13 @@ _SEQ0: Final = attrgetter("seq0")
 #: be missed by them, and is read whole instead.
 Tally = tuple[int, int, int]
 #: What the listing counts of a log's records: events, the last record decoded, the
-#: turn types in order, and the `Tally`.
-Counted = tuple[int, Any, list[str], Tally]
-_NO_RECORDS: Final[Counted] = (0, None, [], (0, 0, 0))
+#: turn types in order, the `Tally`, and the log's title (`title_between`'s) when the
+#: count could take it from the decoded records, else `_SEARCH`.
+Counted = tuple[int, Any, list[str], Tally, Any]
+#: The title is found by searching the bytes (`title_between`), after `_scan` checks
+#: that the searches see every record of the types they look for.
+_SEARCH: Final = object()
+_NO_RECORDS: Final[Counted] = (0, None, [], (0, 0, 0), None)
 #: Each record line's type as spelled: the bytes between `{"type":"` at its start and
 #: the next quote (an escape in it makes it differ from the decoded type).
 #: The types `_scan`'s byte searches look for (the `Tally`'s).
@@ -667,14 +672,16 @@ def _scan(
     counted = _count_block(buf, first_nl, end, records, not marker_cut) if records else _NO_RECORDS
     if counted is None:
         return None  # a line that is not a plain record in order: read it whole
-    events, last_obj, kinds, (titles, users, end_seeds) = counted
-    # The title, the first user message and the inherited seed's end are found by
-    # searching bytes for their lines: only when every record of those types is
-    # spelled as dsh spells it (else the search would miss one).
-    if (titles and buf.count(_TITLE, first_nl, end) != titles) or (
-        users and buf.count(_USER, first_nl, end) != users
-    ):
-        return None
+    events, last_obj, kinds, (titles, users, end_seeds), title = counted
+    if title is _SEARCH:
+        # The title and the first user message are found by searching bytes for their
+        # lines: only when every record of those types is spelled as dsh spells it
+        # (else the search would miss one).
+        if (titles and buf.count(_TITLE, first_nl, end) != titles) or (
+            users and buf.count(_USER, first_nl, end) != users
+        ):
+            return None
+        title = title_between(buf, first_nl, end, titles)
     if marker_cut and header_values[10]:
         if buf.count(_END_SEED, first_nl, end) != end_seeds:
             return None
@@ -693,7 +700,7 @@ def _scan(
         header_values[0],
         encoding,
         header_values,
-        title_between(buf, first_nl, end, titles),
+        title,
         events,
         last_seq,
         turns,
@@ -779,7 +786,27 @@ def _count_block(
         classes.count(LISTED_USER),
         classes.count(LISTED_END_SEED),
     )
-    return expected, last, listed_turn_kinds(classes), tally
+    return expected, last, listed_turn_kinds(classes), tally, _listed_title(listed, classes, tally)
+
+
+def _listed_title(listed: list[Any], classes: list[type], tally: Tally) -> str | None:
+    """`title_between`'s title from a log's decoded records: the last `session/title`
+    that sets one, else the first user text that is not blank, else None. Each record's
+    data is decoded alone, as the search decodes its line (the same value: the record's
+    last `data` key)."""
+    titles, users, _ = tally
+    if titles:
+        found = list(compress(listed, map(is_, classes, repeat(LISTED_TITLE))))
+        for record in reversed(found):
+            title = session_title(loads(bytes(record.data)))
+            if title is not None:
+                return title
+    if users:
+        for record in compress(listed, map(is_, classes, repeat(LISTED_USER))):
+            title = user_title(loads(bytes(record.data)))
+            if title is not None:
+                return title
+    return None
 
 
 def _rows_disagree(seqs: list[int | None], records: list[Any]) -> bool:
@@ -876,7 +903,7 @@ def _count_heads(
         last = loads(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1])
     except orjson.JSONDecodeError:
         return None
-    return expected, last, kinds, _tally(types)
+    return expected, last, kinds, _tally(types), _SEARCH
 
 
 def _count_lines(buf: bytes, start: int, end: int, packed_rows: bool) -> Counted | None:
@@ -888,7 +915,7 @@ def _count_lines(buf: bytes, start: int, end: int, packed_rows: bool) -> Counted
     events, last, kinds, types = counted
     if not _spelled_as_decoded(buf, start, end, types):
         return None
-    return events, last, kinds, _tally(types)
+    return events, last, kinds, _tally(types), _SEARCH
 
 
 def _count_records(
