@@ -666,6 +666,10 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     if not known_version(version):
         return fold  # a version whose rows are not read (`LogReader` reads none either)
     packed = packed_rows(version)
+    if not packed:
+        rows = _rows_of(data, header_end)
+        if rows is not None:
+            return _fold_rows(fold, rows)
     starts: set[int] = set()
     find, rfind = data.find, data.rfind
     for needle in USAGE_NEEDLES:
@@ -700,6 +704,56 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     if not fold.settled:
         return None
     return fold
+
+
+class _Row(msgspec.Struct, gc=False):
+    """A V2+ row as the full reader takes it (`codec.expand_record`: a string type, an
+    integer seq), its time and data kept as written (decoded only for the rows the
+    fold reads)."""
+
+    type: str
+    seq: int
+    time: msgspec.Raw = msgspec.Raw(b"0")
+    data: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_decode_rows: Final = msgspec.json.Decoder(_Row).decode_lines
+#: The row types `UsageFold.feed_one` reads beyond counting them (and `is_unmetered`'s).
+_FOLDED: Final = frozenset(
+    (*USAGE_TYPES, RETRY_STARTED, "request/header", TURN_START, TURN_END, "tool/call")
+)
+
+
+def _rows_of(data: bytes, start: int) -> list[_Row] | None:
+    """Every row of a V2+ log (one event per line) from `start` on, in one msgspec
+    call; None when a line is not such a row (a projected snapshot's rows have no seq,
+    a row may be odd): the needle search and the full reader decide then."""
+    try:
+        return _decode_rows(memoryview(data)[start:])
+    except msgspec.DecodeError:  # (ValidationError included)
+        return None
+
+
+def _fold_rows(fold: UsageFold, rows: list[_Row]) -> UsageFold | None:
+    """`fold_bytes` of a V2+ log whose rows `_rows_of` decoded: the rows the fold
+    reads, their time and data decoded as the needle search decodes a line (orjson;
+    a value it refuses leaves the log to the full read); None when only the full read
+    can say. Rows the fold only counts are not fed: no total depends on them."""
+    feed = fold.feed_one
+    loads = orjson.loads
+    for row in rows:
+        etype = row.type
+        if etype not in _FOLDED and not is_unmetered(etype):
+            continue
+        try:
+            time = loads(memoryview(row.time))
+            payload = loads(memoryview(row.data))
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(time, int | float) or isinstance(time, bool):
+            time = 0
+        feed(etype, row.seq, time, payload)
+    return fold if fold.settled else None
 
 
 def root_usage(root: SessionRoot, only: SessionSummary | None = None) -> RootUsage:

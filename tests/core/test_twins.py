@@ -229,3 +229,27 @@ def test_a_folder_holding_both_generations_is_the_newer_one(
         catalog.close()
     assert hits
     assert {Path(h.path).name for h in hits} <= {newest_name, "session.1.jsonl"}
+
+
+def test_every_twin_folds_in_one_decode_as_the_full_read_does(twins: Twins) -> None:
+    """A V2+ log's usage is folded from one msgspec decode of all its rows
+    (`usage._rows_of`): the same totals, split and per-turn tokens as the fold of the
+    full read, on every twin."""
+    from turnline.core.logfile import LogReader
+    from turnline.core.usage import _rows_of, fold_bytes, fold_events
+
+    root, pairs = twins
+    summaries = by_path(root)
+    decoded = 0
+    for twin in pairs.values():
+        data = twin.read_bytes()
+        seed = summaries[twin].seed_length
+        fast = fold_bytes(data, seed)
+        full = fold_events(LogReader(twin).read().events, seed)
+        decoded += _rows_of(data, data.find(b"\n") + 1) is not None
+        if fast is None:
+            continue  # (left to the full read: an open turn, a restart)
+        assert fast.own().to_json_dict() == full.own().to_json_dict(), twin
+        assert fast.inherited().to_json_dict() == full.inherited().to_json_dict(), twin
+        assert fast.turn_tokens == full.turn_tokens, twin
+    assert decoded == len(pairs)  # every twin's rows took the one-decode path

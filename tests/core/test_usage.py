@@ -597,3 +597,46 @@ def test_an_inherited_marker_the_byte_search_cannot_see_is_read_whole(tmp_path: 
     fresh = root_usage(SessionRoot(tmp_path)).to_json_dict()
     assert fresh == _summaries_usage(SessionRoot(tmp_path)).to_json_dict()
     assert fresh["sessions"][0]["seedLength"] == 3
+
+
+def _odd_v5(rows: list[dict[str, Any]], how: str) -> list[bytes]:
+    """dsh's V5 sample's persisted rows, one of them made odd in a way JSON allows."""
+    lines = [orjson.dumps(r) for r in rows]
+    at = next(i for i, r in enumerate(rows) if r.get("type") == "assistant/message")
+    row = rows[at]
+    if how == "string time":
+        lines[at] = orjson.dumps({**row, "time": "noon"})
+    elif how == "two data keys":  # JSON.parse keeps the last
+        head = orjson.dumps({"type": row["type"], "seq": row["seq"], "time": row["time"]})
+        lines[at] = (
+            head[:-1]
+            + b',"data":{"usage":{"inputTokens":1}},"data":'
+            + orjson.dumps(row["data"])
+            + b"}"
+        )
+    elif how == "lone surrogate":  # orjson refuses it; JSON.parse keeps the half
+        lines[at] = lines[at].replace(b'"role":"assistant"', b'"role":"assistant\\ud83d"', 1)
+    elif how == "no seq":
+        lines[at] = orjson.dumps({k: v for k, v in row.items() if k != "seq"})
+    elif how == "huge time":
+        lines[at] = lines[at].replace(b'"time":%d' % row["time"], b'"time":1e400', 1)
+    return [line + b"\n" for line in lines]
+
+
+@pytest.mark.parametrize(
+    "how", ["plain", "string time", "two data keys", "lone surrogate", "no seq", "huge time"]
+)
+def test_a_v5_log_folds_in_one_decode_as_the_full_read_does(tmp_path: Path, how: str) -> None:
+    """The one-decode fold of a V2+ log (`usage._rows_of`) gives what the full read gives,
+    or leaves the log to it, whatever a row JSON allows holds."""
+    from tests.core.test_generations import V5_SAMPLES, lines_of, persisted
+
+    (source,) = [p for p in V5_SAMPLES if p.parent.name == "subagent-list-agents"]
+    rows = persisted(lines_of(source))
+    path = tmp_path / "session.v5.jsonl"
+    path.write_bytes(b"".join(_odd_v5(rows, how)))
+    fast, full = fold_log(path, None), fold_log(path, None, fast=False)
+    assert fast.own().to_json_dict() == full.own().to_json_dict()
+    assert fast.turn_tokens == full.turn_tokens
+    if how == "plain":
+        assert fast.own().tokens  # the sample holds usage
