@@ -37,7 +37,15 @@ from .formats import (
 )
 from .formats import known as known_version
 from .layout import decode_session_id, is_project_dir, session_dir
-from .lineage import Lineage, LineageNode, Links, build_lineage, link_key, link_sessions
+from .lineage import (
+    Lineage,
+    LineageNode,
+    LinkKey,
+    Links,
+    build_lineage,
+    link_key,
+    link_sessions,
+)
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
     END_SEED,
@@ -549,18 +557,28 @@ class BackgroundScan:
                 return self.root.scan()
             with no_gc():
                 taken = self._take(tasks)
-            if taken is None:
-                return self.root.scan()
-            return self.root._install_summaries(*taken)
+                if taken is None:
+                    return self.root.scan()
+                logs, problems, keys = taken
+                summaries = self.root._install_summaries(logs, problems)
+                if keys is not None:
+                    # The lineage's links from the plain values the batches brought
+                    # (their keys taken while the later batches were still scanned):
+                    # what `build_lineage` would work out from the summaries.
+                    self.root._install_links(summaries, link_sessions(keys))
+                return summaries
         finally:
             if self._pool is not None:
                 discard_broken(self._pool)
 
     def _take(self, tasks: list[Future[bytes]]) -> _Taken | None:
         """Take every batch in order as it is done; None if any task failed or two
-        walks met one folder (only the serial walk is right then)."""
+        walks met one folder (only the serial walk is right then). With the logs, the
+        lineage's keys of them (`state_link_key`), or None when a log has no state yet
+        (one to index) or a path `Path` would spell otherwise (`_links_of`'s rule)."""
         logs: list[tuple[Path, str | None, SessionSummary | None]] = []
         problems: list[tuple[str, str]] = []
+        link_keys: list[LinkKey] | None = []
         keys = set(self._walked)
         for k, task in enumerate(tasks):
             try:
@@ -579,12 +597,22 @@ class BackgroundScan:
                 path = Path(path_str)
                 summary = None if state is None else SessionSummary.from_state(path, state)
                 logs.append((path, sid, summary))
-        return logs, problems
+                if link_keys is not None:
+                    if state is None or not _plain_path(path_str):
+                        link_keys = None
+                    else:
+                        link_keys.append(state_link_key(path_str, state))
+        return logs, problems, link_keys
 
 
 #: What `BackgroundScan._take` gathers: (path, layout id, summary or None for a log
-#: to index) in discovery order, and the folders that could not be listed.
-_Taken = tuple[list[tuple[Path, str | None, "SessionSummary | None"]], list[tuple[str, str]]]
+#: to index) in discovery order, the folders that could not be listed, and the
+#: lineage's keys of the logs (None when they cannot be had from plain values).
+_Taken = tuple[
+    list[tuple[Path, str | None, "SessionSummary | None"]],
+    list[tuple[str, str]],
+    "list[LinkKey] | None",
+]
 
 
 class PlainListing(NamedTuple):
@@ -785,12 +813,18 @@ class SessionRoot:
                     (path, sid, None if state is None else SessionSummary.from_state(path, state))
                 )
             summaries = self._install_summaries(built, problems)
-            if links is not None and len(links.order) == len(summaries) == len(self._summaries):
-                lineage = build_lineage(summaries, links)
-                with self._lock:
-                    if self._lineage is None and list(self._summaries.values()) == summaries:
-                        self._lineage, self._nodes = lineage, None
+            if links is not None:
+                self._install_links(summaries, links)
             return summaries
+
+    def _install_links(self, summaries: list[SessionSummary], links: Links) -> None:
+        """Take `links` (`link_sessions` of `summaries`' link keys, in their order,
+        worked out from plain values) as the lineage of the summaries just installed."""
+        if len(links.order) == len(summaries) == len(self._summaries):
+            lineage = build_lineage(summaries, links)
+            with self._lock:
+                if self._lineage is None and list(self._summaries.values()) == summaries:
+                    self._lineage, self._nodes = lineage, None
 
     def _install_summaries(
         self,

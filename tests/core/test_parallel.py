@@ -229,6 +229,29 @@ def test_a_big_background_scan_streams_in_batches(
     assert root.summaries() == summaries
 
 
+@pytest.mark.skipif(parallel.usable_cores() < 2, reason="needs two cores to split the walk")
+def test_a_background_scan_links_the_lineage_from_its_batches(
+    tmp_path: Path, pool: ProcessPoolExecutor
+) -> None:
+    """The batches' plain values give the lineage's links as they land; the root's
+    lineage is then the one `build_lineage` makes of the summaries, problems included."""
+    from turnline.core.lineage import build_lineage
+
+    from benchmarks.generate import write_wide_root
+
+    wide = write_wide_root(tmp_path / "wide", sessions=1100)
+    root = SessionRoot(wide.path)
+    pending = root.scan_in_background()
+    assert len(pending.tasks) >= 2
+    summaries = pending.result()
+    assert root._lineage is not None  # installed with the summaries, not built later
+    lineage = root.lineage()
+    built = build_lineage(summaries)
+    assert lineage is not built and lineage == built
+    assert lineage.parent_of == built.parent_of and lineage.parent_of
+    assert lineage.problems == built.problems
+
+
 def test_a_background_scan_over_a_symlinked_folder_is_the_serial_scan(
     tmp_path: Path, pool: ProcessPoolExecutor
 ) -> None:
