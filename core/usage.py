@@ -651,12 +651,9 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     """The fast pass of `fold_log` over a raw log's bytes (header line included), or
     None when only the full read can say (a torn or bad line, an open turn, a type or
     key spelled with an escape the byte searches would not see)."""
-    if not data.endswith(b"\n") or not _spelled_plainly(data):
+    if not data.endswith(b"\n"):
         return None  # a torn tail or an empty file: the reader's rules apply
     fold = UsageFold(seed_length)
-    # Find the lines that matter with C-speed searches over the whole buffer (most
-    # lines are streamed text chunks that hold none of the needles), then decode
-    # just those, in file order. The header line (offset 0) is never an event.
     header_end = data.find(b"\n") + 1
     try:
         header = orjson.loads(data[: header_end - 1])
@@ -667,9 +664,14 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
         return fold  # a version whose rows are not read (`LogReader` reads none either)
     packed = packed_rows(version)
     if not packed:
-        rows = _rows_of(data, header_end)
+        rows = _rows_of(data, header_end)  # decoded: however a type or key is spelled
         if rows is not None:
             return _fold_rows(fold, rows)
+    if not _spelled_plainly(data):
+        return None  # a type or key the searches below would not see
+    # Find the lines that matter with C-speed searches over the whole buffer (most
+    # lines are streamed text chunks that hold none of the needles), then decode
+    # just those, in file order. The header line (offset 0) is never an event.
     starts: set[int] = set()
     find, rfind = data.find, data.rfind
     for needle in USAGE_NEEDLES:

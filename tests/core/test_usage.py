@@ -13,7 +13,14 @@ from turnline.core.codec import encode_records
 from turnline.core.logfile import LogReader
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.root import SessionRoot
-from turnline.core.usage import UsageFold, _summaries_usage, fold_events, fold_log, root_usage
+from turnline.core.usage import (
+    UsageFold,
+    _summaries_usage,
+    fold_bytes,
+    fold_events,
+    fold_log,
+    root_usage,
+)
 
 from tests.conftest import fixture_logs
 from tests.core.disk_logs import write_lines, write_log
@@ -620,11 +627,25 @@ def _odd_v5(rows: list[dict[str, Any]], how: str) -> list[bytes]:
         lines[at] = orjson.dumps({k: v for k, v in row.items() if k != "seq"})
     elif how == "huge time":
         lines[at] = lines[at].replace(b'"time":%d' % row["time"], b'"time":1e400', 1)
+    elif how == "escaped names":  # the same JSON strings, spelled with escapes
+        lines = [
+            line.replace(b'"usage"', b'"us\\u0061ge"').replace(b'"turn/end"', b'"turn\\/end"')
+            for line in lines
+        ]
     return [line + b"\n" for line in lines]
 
 
 @pytest.mark.parametrize(
-    "how", ["plain", "string time", "two data keys", "lone surrogate", "no seq", "huge time"]
+    "how",
+    [
+        "plain",
+        "string time",
+        "two data keys",
+        "lone surrogate",
+        "no seq",
+        "huge time",
+        "escaped names",
+    ],
 )
 def test_a_v5_log_folds_in_one_decode_as_the_full_read_does(tmp_path: Path, how: str) -> None:
     """The one-decode fold of a V2+ log (`usage._rows_of`) gives what the full read gives,
@@ -638,5 +659,6 @@ def test_a_v5_log_folds_in_one_decode_as_the_full_read_does(tmp_path: Path, how:
     fast, full = fold_log(path, None), fold_log(path, None, fast=False)
     assert fast.own().to_json_dict() == full.own().to_json_dict()
     assert fast.turn_tokens == full.turn_tokens
-    if how == "plain":
+    if how in ("plain", "escaped names"):
         assert fast.own().tokens  # the sample holds usage
+        assert fold_bytes(path.read_bytes(), None) is not None  # the one-decode path
