@@ -46,14 +46,11 @@ from .records import (
     count_turns,
     decode_head,
     decode_listing_heads,
-    fallback_title,
     has_reason_kind,
     has_reason_kind_raw,
-    is_user_input,
     listed_turn_kinds,
     listing_decoder,
     loads,
-    message_text,
     packed_members,
     packed_row_counts,
     record_last_time,
@@ -1069,8 +1066,7 @@ def title_between(
             return None
         if obj.get("type") == "user/message":
             # like the timeline: the first user text that is not blank
-            data = obj.get("data")
-            title = fallback_title(message_text(data)) if is_user_input(data) else None
+            title = user_title(obj.get("data"))
             if title is not None:
                 return title
         pos = buf.find(_USER, pos + 1, end)
