@@ -19,7 +19,7 @@ from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import turn_blocks
 from turnline.core.index import IndexCancelled
@@ -56,7 +56,7 @@ from .messages import (
 )
 from .pane_keys import PANE_BINDINGS, PaneActions
 from .screens import ForkPlan, ForkRequest, ForkScreen
-from .widgets import Divider, SessionTree, TurnDetail, TurnTimeline, turn_content
+from .widgets import Divider, KeyFooter, SessionTree, TurnDetail, TurnTimeline, turn_content
 from .widgets._session_tree import short_id
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         with Vertical(id="right"):
             yield TurnTimeline(tz=self.tz, id="timeline")
             yield TurnDetail(tz=self.tz, id="detail")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self._subtitle is not None:

@@ -14,12 +14,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from turnline.core.compare import Comparison, Side
 from turnline.core.textsafe import one_line, safe_text
 from turnline.core.timeline import Turn
 from turnline.core.units import duration, plural
 from turnline.core.usage import compact_tokens
+
+from ..widgets._footer import KeyFooter
 
 #: The narrowest a side's column gets (below it the table scrolls sideways).
 MIN_SIDE = 16
@@ -92,7 +94,7 @@ class CompareScreen(Screen[None]):
         # The app's stylesheet lays screens out horizontally: one vertical column here.
         with Vertical(id="compare"):
             yield from self._parts()
-        yield Footer()
+        yield KeyFooter()
 
     def _parts(self) -> ComposeResult:
         c = self.comparison

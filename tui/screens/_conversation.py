@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import (
     AssistantText,
@@ -38,6 +38,7 @@ from turnline.core.content import (
 from turnline.core.view import SessionView, TurnView
 
 from .._text import line, literal
+from ..widgets._footer import KeyFooter
 from ..widgets._turn_detail import (
     ASSISTANT_LABEL,
     USER_LABEL,
@@ -177,7 +178,7 @@ class ConversationScreen(Screen[None]):
             yield Static(title, id="conversation-title")
             yield Static(id="conversation-status")
             yield VerticalScroll(id="conversation-body")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.body.focus()

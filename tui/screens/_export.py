@@ -12,7 +12,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+
+from ..widgets._footer import KeyFooter
 
 
 class ExportRequest(msgspec.Struct, frozen=True):
@@ -64,7 +66,7 @@ class ExportScreen(ModalScreen[ExportRequest | None]):
             yield Input(value=self._default("md"), id="path", select_on_focus=False)
             yield Static(self._folder_line(self._default("md")), id="export-folder")
             yield Button("Export", id="go", variant="primary")
-        yield Footer()  # the dialog's own keys, over the main screen's
+        yield KeyFooter()  # the dialog's own keys, over the main screen's
 
     def on_mount(self) -> None:
         self.query_one("#path", Input).focus()

@@ -12,9 +12,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from .._text import line
+from ..widgets._footer import KeyFooter
 
 
 class ForkPlan(msgspec.Struct, frozen=True):
@@ -79,7 +80,7 @@ class ForkScreen(ModalScreen[ForkRequest | None]):
             with Horizontal(id="fork-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
-        yield Footer()  # the dialog's own keys, over the main screen's
+        yield KeyFooter()  # the dialog's own keys, over the main screen's
 
     def on_mount(self) -> None:
         self.query_one("#child-id", Input).focus()

@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from ..widgets._footer import KeyFooter
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓  j k", "move in the focused pane"),
@@ -82,7 +84,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-dialog"):
             yield Static(Text("turnline: sessions, turns, forks", style="bold"), id="help-title")
             yield Static(help_table())
-        yield Footer()  # the dialog's own keys, over the main screen's
+        yield KeyFooter()  # the dialog's own keys, over the main screen's
 
     def on_mount(self) -> None:
         # The scrolling body has the focus, so ↑ ↓ PageUp PageDown Home End scroll it

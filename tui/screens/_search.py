@@ -15,13 +15,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Checkbox, Footer, Input, OptionList, Static
+from textual.widgets import Checkbox, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 from turnline.core.catalog import Catalog, CatalogError
 from turnline.core.query import DEFAULT_FIELDS, FIELDS
 from turnline.core.search import Hit, QueryError, parse_query, search
 from turnline.core.textsafe import one_line
+
+from ..widgets._footer import KeyFooter
 
 #: Seconds of no typing before a query runs.
 DEBOUNCE = 0.25
@@ -126,7 +128,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
             yield from self._options()
             yield Static(Text(HINT), id="search-status")
             yield OptionList(id="search-results")
-        yield Footer()  # the dialog's own keys, over the main screen's
+        yield KeyFooter()  # the dialog's own keys, over the main screen's
 
     def _options(self) -> ComposeResult:
         """The field checkboxes (F2–F5) and the inherited-copies toggle (F6)."""

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 from turnline.core.ids import short_ids
 from turnline.core.prices import PriceTable
 from turnline.core.summary import SessionSummary
@@ -30,6 +30,7 @@ from turnline.core.usage import format_cost as _cost
 
 from .._text import line
 from ..messages import RootChanged, RootSnapshot
+from ..widgets._footer import KeyFooter
 
 
 class UsageScreen(Screen[Path | None]):
@@ -102,7 +103,7 @@ class UsageScreen(Screen[Path | None]):
                 with Vertical(id="usage-days-box"):
                     yield Static(id="usage-days-label")
                     yield Sparkline([], id="usage-days")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         sessions = self.query_one("#usage-sessions", DataTable)
