@@ -9,6 +9,8 @@ never followed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import compress, repeat
+from operator import is_not, itemgetter
 from pathlib import Path
 
 import msgspec
@@ -79,6 +81,11 @@ class Lineage(msgspec.Struct, frozen=True):
 #: the header is usable). Plain values, so a listing can link sessions it never
 #: turned into `SessionSummary` objects.
 LinkKey = tuple[str, str | None, int, str, bool]
+_ID = itemgetter(0)
+_PARENT = itemgetter(1)
+_CREATED = itemgetter(2)
+_PATH = itemgetter(3)
+_HEADED = itemgetter(4)
 
 
 def link_key(summary: SessionSummary) -> LinkKey:
@@ -124,34 +131,51 @@ def link_sessions(keys: Sequence[LinkKey]) -> Links:
     on disk (then the oldest); a log naming itself is a cycle of one; in a longer
     cycle the edge into the log with the greatest path is cut.
     """
-    order = sorted(range(len(keys)), key=lambda i: (keys[i][2], keys[i][3]))
-    by_id: dict[str, list[int]] = {}
-    for i in order:
-        if keys[i][4]:
-            by_id.setdefault(keys[i][0], []).append(i)
+    # Sorted, filtered and indexed in C where it can be (a listing links ten thousand
+    # logs before it prints): one Python step per child, not per log.
+    created = list(map(_CREATED, keys))
+    if len(set(created)) == len(created):  # no two at one instant: by time alone
+        order = sorted(range(len(keys)), key=created.__getitem__)
+    else:
+        stamps = list(zip(created, map(_PATH, keys), strict=True))
+        order = sorted(range(len(keys)), key=stamps.__getitem__)
+    ranked = list(map(keys.__getitem__, order))
+    headed = list(compress(order, map(_HEADED, ranked)))
+    ids = list(map(_ID, map(keys.__getitem__, headed)))
+    #: Each id's log, when no id repeats (nearly always); else `by_id` has every claim.
+    one = dict(zip(ids, headed, strict=True))
+    by_id: dict[str, list[int]] | None = None
     problems: dict[int, list[LogProblem]] = {}
 
     def add(i: int, problem: LogProblem) -> None:
         problems.setdefault(i, []).append(problem)
 
-    for sid, claims in by_id.items():
-        if len(claims) > 1:
-            for i in claims:
-                others = ", ".join(keys[o][3] for o in claims if o != i)
-                add(
-                    i,
-                    LogProblem(
-                        ProblemKind.DUPLICATE_ID,
-                        f"{len(claims)} logs claim session id {sid}; also at {others}",
-                    ),
-                )
+    if len(one) != len(ids):
+        by_id = {}
+        for sid, i in zip(ids, headed, strict=True):
+            by_id.setdefault(sid, []).append(i)
+        for sid, claims in by_id.items():
+            if len(claims) > 1:
+                for i in claims:
+                    others = ", ".join(keys[o][3] for o in claims if o != i)
+                    add(
+                        i,
+                        LogProblem(
+                            ProblemKind.DUPLICATE_ID,
+                            f"{len(claims)} logs claim session id {sid}; also at {others}",
+                        ),
+                    )
     parent: dict[int, int] = {}
     missing: dict[str, list[int]] = {}
-    for i in order:
+    for i in compress(order, map(is_not, map(_PARENT, ranked), repeat(None))):
         sid, pid, _, path, has_header = keys[i]
         if pid is None:
-            continue
-        candidates = [c for c in by_id.get(pid, ()) if keys[c][3] != path]
+            continue  # (filtered out above: for the type checker)
+        if by_id is None:
+            claim = one.get(pid)
+            candidates = [] if claim is None or keys[claim][3] == path else [claim]
+        else:
+            candidates = [c for c in by_id.get(pid, ()) if keys[c][3] != path]
         if not candidates and pid == sid and has_header:
             # A log naming itself as its parent is a cycle of one, not a missing parent.
             add(

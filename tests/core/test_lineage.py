@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from turnline.core.lineage import build_lineage
+from turnline.core.lineage import build_lineage, link_sessions
 from turnline.core.logfile import Encoding
 from turnline.core.model import ProblemKind, SessionHeader
 from turnline.core.summary import SessionSummary
@@ -83,3 +83,42 @@ def test_deep_chains_do_not_recurse() -> None:
         node = node.children[0]
         depth += 1
     assert depth == 4999
+
+
+def test_link_order_is_by_time_then_path_with_or_without_ties() -> None:
+    """`link_sessions` sorts by createdAt alone when no two logs share an instant, and
+    by (createdAt, path) otherwise: the same order either way."""
+    unique = [
+        ("c", None, 30, "/r/a.jsonl", True),
+        ("a", None, 10, "/r/c.jsonl", True),
+        ("b", None, 20, "/r/b.jsonl", True),
+    ]
+    assert link_sessions(unique).order == [1, 2, 0]
+    tied = [
+        ("c", None, 10, "/r/c.jsonl", True),
+        ("a", None, 10, "/r/a.jsonl", True),
+        ("z", None, 5, "/r/z.jsonl", True),
+        ("b", None, 10, "/r/b.jsonl", True),
+    ]
+    assert link_sessions(tied).order == [2, 1, 3, 0]
+
+
+def test_linking_by_unique_ids_matches_the_claims_rule() -> None:
+    """Ids that never repeat take the one-claim path; a repeated id elsewhere in the root
+    switches to every claim: a child's parent and the problems are the same rule."""
+    keys = [
+        ("p", None, 1, "/r/p/s.jsonl", True),
+        ("c", "p", 2, "/r/c/s.jsonl", True),
+        ("self", "self", 3, "/r/self/s.jsonl", True),
+        ("o", "gone", 4, "/r/o/s.jsonl", True),
+        ("h", "p", 5, "/r/h/s.jsonl", False),  # no usable header: never claims an id
+        ("", "h", 6, "/r/e/s.jsonl", True),  # names a headerless log: its parent is missing
+    ]
+    links = link_sessions(keys)
+    assert links.parent == {1: 0, 4: 0}
+    assert links.missing == {"gone": [3], "h": [5]}
+    assert [p.kind for p in links.problems[2]] == [ProblemKind.LINEAGE_CYCLE]
+    dup = [*keys, ("q", None, 7, "/r/q1/s.jsonl", True), ("q", None, 8, "/r/q2/s.jsonl", True)]
+    links2 = link_sessions(dup)
+    assert links2.parent == links.parent and links2.missing == links.missing
+    assert [p.kind for p in links2.problems[6]] == [ProblemKind.DUPLICATE_ID]
