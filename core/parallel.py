@@ -14,21 +14,30 @@ crashes, the pool breaks, a reply does not unpack) only costs time, because the
 caller then computes it itself. Workers ignore SIGINT (Ctrl-C is the caller's) and
 write nowhere (their stdout and stderr are /dev/null): they compute and reply.
 
-The pool is the project's only way to make processes: nothing else forks.
+A headless command with no pool running (`ls`, `usage`: one process, one thread)
+does not start one for a `split_map`: it forks a child per extra share, which
+leaves its share's results, marshalled, in a memory file and exits (`_fork_map`).
+That costs no pool (its imports, its workers, the pickled tasks and replies: about
+a twentieth of a wide root's `ls --json`) and keeps the same rules: a fork only
+while the process has one thread, a child that fails costs time only, a child
+ignores Ctrl-C and writes nowhere. Apart from those children and the catalog's
+fresh-state check (`fresh.FreshCheck`), the pool is the only way processes are made.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
+import marshal
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, NoReturn, TypeVar
+
+if TYPE_CHECKING:  # the pool's modules load when a pool starts (`start_pool`)
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -68,6 +77,9 @@ def start_pool(workers: int | None = None) -> ProcessPoolExecutor | None:
         method = "fork" if sys.platform == "linux" else "spawn"
         if method == "fork" and threading.active_count() > 1:
             return None  # a fork now would copy a process with other threads in it
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         try:
             pool = ProcessPoolExecutor(
                 count, mp_context=multiprocessing.get_context(method), initializer=_quiet_worker
@@ -101,8 +113,8 @@ def stop_pool() -> None:
 
 
 def _quiet_worker() -> None:
-    """A pool worker's start: Ctrl-C belongs to the caller, and a worker never prints
-    (in the app its output would land on the screen)."""
+    """A pool worker's start (and a `_fork_map` child's): Ctrl-C belongs to the caller,
+    and a worker never prints (in the app its output would land on the screen)."""
     global _in_worker, _pool
     _in_worker, _pool = True, None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -163,6 +175,8 @@ def split_map(
     n = len(items)
     want = workers if workers is not None else min(usable_cores(), MAX_WORKERS)
     count = max(1, min(want, n // max(min_share, 1)))
+    if count > 1 and _pool is None and _may_fork_shares():
+        return _fork_map(func, items, pack, unpack, count)
     pool = pool_for_work() if count > 1 else None
     if pool is None:
         return [func(item) for item in items]
@@ -200,3 +214,111 @@ def _unpacked(
         return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
     except Exception:  # a crashed worker, a broken pool, a reply that does not unpack
         return None
+
+
+def _may_fork_shares() -> bool:
+    """Whether `split_map` may fork its shares' children here: on Linux (memory files,
+    and forking is safe there), outside a pool worker, in a process with one thread."""
+    return (
+        sys.platform == "linux"
+        and hasattr(os, "memfd_create")
+        and not _in_worker
+        and threading.active_count() == 1
+    )
+
+
+def _fork_map(
+    func: Callable[[T], R],
+    items: Sequence[T],
+    pack: Callable[[R], object],
+    unpack: Callable[[T, object], R],
+    count: int,
+) -> list[R]:
+    """`split_map` without a pool: a forked child per share but the first, which this
+    process computes meanwhile; each child leaves `[pack(result), ...]` marshalled in a
+    memory file and exits. A share whose child fails in any way (cannot be forked,
+    dies, writes what does not unmarshal or unpack) is computed here. Children left
+    behind by an exception here (Ctrl-C) are killed and reaped."""
+    n = len(items)
+    bounds = [n * k // count for k in range(count + 1)]
+    children: list[tuple[int, int]] = []  # (pid, memory file); pid 0: none
+    try:
+        for k in range(1, count):
+            children.append(_fork_share(func, pack, items[bounds[k] : bounds[k + 1]]))
+        results: list[R] = [func(item) for item in items[: bounds[1]]]
+        for k in range(1, count):
+            share = items[bounds[k] : bounds[k + 1]]
+            pid, memo = children[k - 1]
+            children[k - 1] = (0, -1)
+            got = _share_reply(pid, memo, share, unpack)
+            results.extend(got if got is not None else [func(item) for item in share])
+        return results
+    finally:
+        for pid, memo in children:
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.waitpid(pid, 0)
+            if memo >= 0:
+                os.close(memo)
+
+
+def _fork_share(
+    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]
+) -> tuple[int, int]:
+    """Fork the child that computes `items`: (its pid, the memory file it writes), or
+    (0, -1) if it could not be made."""
+    try:
+        memo = os.memfd_create("turnline-share", os.MFD_CLOEXEC)
+    except OSError:
+        return 0, -1
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(memo)
+        return 0, -1
+    if pid == 0:
+        _compute_share(func, pack, items, memo)
+    return pid, memo
+
+
+def _compute_share(
+    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T], memo: int
+) -> NoReturn:
+    """A `_fork_map` child: its share's results into the memory file, then leave at
+    once (no cleanup of the parent's: its buffers, its atexit handlers)."""
+    status = 1
+    try:
+        _quiet_worker()
+        data = memoryview(marshal.dumps([pack(func(item)) for item in items]))
+        while data:
+            data = data[os.write(memo, data) :]
+        status = 0
+    except BaseException:  # any failure: the parent computes the share
+        pass
+    finally:
+        os._exit(status)
+
+
+def _share_reply(
+    pid: int, memo: int, items: Sequence[T], unpack: Callable[[T, object], R]
+) -> list[R] | None:
+    """A `_fork_map` child's results for `items`, once it has exited (its memory file
+    is closed here); None if it failed in any way."""
+    if not pid:
+        return None
+    try:
+        _, status = os.waitpid(pid, 0)
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return None
+        with open(memo, "rb", closefd=False) as reply:
+            reply.seek(0)  # (the child's writes moved the offset both share)
+            packed = marshal.loads(reply.read())
+        if not isinstance(packed, list) or len(packed) != len(items):
+            return None
+        return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
+    except Exception:  # a reply that does not load or unpack
+        return None
+    finally:
+        os.close(memo)

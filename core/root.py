@@ -17,7 +17,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
@@ -96,6 +95,8 @@ from .writer import (
 # indexed: a listing of small logs (`ls --json`) never needs them (importing them,
 # with `longline`, takes about 10 ms).
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .index import IndexedSession, Progress
     from .timeline import Timeline, TimelineBuilder
 

@@ -380,3 +380,82 @@ def test_two_walks_of_one_folder_in_a_batch_make_the_scan_serial(tmp_path: Path)
     assert [p for p, _, _ in logs] == [str(folder / "session.jsonl")] * 2
     _, _, once, _ = root_module._scan_batch(frozenset(), [unit])
     assert (-1, -1) not in once and len(once) == 1
+
+
+def _pid_of(_x: int) -> int:
+    return os.getpid()
+
+
+def _child_state(_x: int) -> tuple[int, bool, str, str]:
+    import signal
+
+    return (
+        os.getpid(),
+        signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+        os.readlink("/proc/self/fd/1"),
+        os.readlink("/proc/self/fd/2"),
+    )
+
+
+def _keep_any(value: object) -> object:
+    return value
+
+
+def _back_any(_item: int, value: object) -> object:
+    return value
+
+
+def test_a_headless_split_forks_its_shares_and_starts_no_pool() -> None:
+    """With no pool running and one thread, `split_map` forks a child per extra share
+    (`_fork_map`): the second half is another process's, no pool is started, and the
+    child ignores Ctrl-C and writes nowhere."""
+    items = list(range(40))
+    got = split_map(_pid_of, items, pack=_keep, unpack=_back, workers=2, min_share=1)
+    assert got[:20] == [os.getpid()] * 20
+    (child,) = set(got[20:])
+    assert child != os.getpid()
+    assert parallel.process_pool() is None
+    states = split_map(
+        _child_state, items, pack=_keep_any, unpack=_back_any, workers=2, min_share=1
+    )
+    assert {s[0] for s in states[20:]} != {os.getpid()}
+    assert all(ignored and out == err == os.devnull for _, ignored, out, err in states[20:])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every child reaped
+
+
+def _unmarshallable_in_children(x: int) -> object:
+    return object() if os.getpid() != PARENT else x
+
+
+def test_a_reply_that_does_not_marshal_is_computed_again() -> None:
+    items = list(range(50))
+    got = split_map(
+        _square, items, pack=_unmarshallable_in_children, unpack=_back, workers=2, min_share=1
+    )
+    assert got == [x * x for x in items]
+
+
+def _stalls_in_children(x: int) -> int:
+    if os.getpid() != PARENT:
+        with open(os.environ["TURNLINE_TEST_CHILD"], "a") as out:
+            out.write(f"{os.getpid()}\n")
+        threading.Event().wait(60)
+    elif x == 5:
+        raise KeyboardInterrupt  # Ctrl-C while this process computes its share
+    return x
+
+
+def test_ctrl_c_in_the_parent_kills_and_reaps_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marks = tmp_path / "children"
+    monkeypatch.setenv("TURNLINE_TEST_CHILD", str(marks))
+    items = list(range(40))
+    with pytest.raises(KeyboardInterrupt):
+        split_map(_stalls_in_children, items, pack=_keep, unpack=_back, workers=2, min_share=1)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # nothing left to reap: the child was reaped
+    for line in marks.read_text().split() if marks.exists() else []:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(line), 0)
