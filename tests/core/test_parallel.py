@@ -420,8 +420,9 @@ def test_a_headless_split_forks_its_shares_and_starts_no_pool() -> None:
     )
     assert {s[0] for s in states[20:]} != {os.getpid()}
     assert all(ignored and out == err == os.devnull for _, ignored, out, err in states[20:])
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # every child reaped
+    for pid in {child, *(s[0] for s in states[20:])}:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped: not this process's child any more
 
 
 def _unmarshallable_in_children(x: int) -> object:
@@ -437,11 +438,15 @@ def test_a_reply_that_does_not_marshal_is_computed_again() -> None:
 
 
 def _stalls_in_children(x: int) -> int:
+    marks = Path(os.environ["TURNLINE_TEST_CHILD"])
     if os.getpid() != PARENT:
-        with open(os.environ["TURNLINE_TEST_CHILD"], "a") as out:
-            out.write(f"{os.getpid()}\n")
-        threading.Event().wait(60)
+        marks.write_text(f"{os.getpid()}\n")
+        threading.Event().wait(600)  # killed long before (else the test times out)
     elif x == 5:
+        for _ in range(1000):  # until the child is at work (at most 10 s)
+            if marks.exists() and marks.read_text().endswith("\n"):
+                break
+            threading.Event().wait(0.01)
         raise KeyboardInterrupt  # Ctrl-C while this process computes its share
     return x
 
@@ -454,8 +459,8 @@ def test_ctrl_c_in_the_parent_kills_and_reaps_its_children(
     items = list(range(40))
     with pytest.raises(KeyboardInterrupt):
         split_map(_stalls_in_children, items, pack=_keep, unpack=_back, workers=2, min_share=1)
+    child = int(marks.read_text())  # it was at work (stalled) when Ctrl-C came
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # nothing left to reap: the child was reaped
-    for line in marks.read_text().split() if marks.exists() else []:
-        with pytest.raises(ProcessLookupError):
-            os.kill(int(line), 0)
+        os.waitpid(child, os.WNOHANG)  # killed and reaped, not left stalling
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -33,6 +33,14 @@ async def _search(pilot: Pilot[Any], text: str) -> SearchScreen:
     app = pilot.app
     assert isinstance(app, TurnlineApp)
     await wait_for(pilot, lambda: app.snapshot is not None)
+
+    def main_screen_drawn() -> bool:
+        """the first session and its turn in the panes (a snapshot shows them beside
+        the dialog: opened sooner, the detail pane could still be empty)"""
+        return app.view is not None and bool(app.detail.query(".heading, .hint"))
+
+    await wait_for(pilot, main_screen_drawn)
+    await pilot.pause()
     await pilot.press("s")
     await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
     screen = app.screen
