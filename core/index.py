@@ -76,7 +76,7 @@ from .logfile import (
 from .longline import LONG_LINE, LinePlace, LongRecord, zstd_inflates_past
 from .longline import lines as long_lines
 from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .parallel import discard_broken, pool_for_work
+from .parallel import discard_broken, task_runner
 from .records import INDEX_THRESHOLD as INDEX_THRESHOLD  # re-exported
 from .records import (
     MAX_HEADER_LINE,
@@ -1206,7 +1206,7 @@ def _index_raw_split(ix: _Indexer, fd: int, size: int, header_line: bytes) -> bo
     """
     if size < SPLIT_THRESHOLD:
         return None
-    pool = pool_for_work()
+    pool = task_runner()
     if pool is None:
         return None
     found = _split_point(fd, size // 2, size)
@@ -1718,7 +1718,7 @@ def _index_zstd_split(ix: _Indexer, fd: int, size: int) -> bool:
     """
     if size < ZSTD_SPLIT_THRESHOLD:
         return False
-    pool = pool_for_work()
+    pool = task_runner()
     if pool is None:
         return False
     split_at = size // 2

@@ -14,13 +14,14 @@ crashes, the pool breaks, a reply does not unpack) only costs time, because the
 caller then computes it itself. Workers ignore SIGINT (Ctrl-C is the caller's) and
 write nowhere (their stdout and stderr are /dev/null): they compute and reply.
 
-A headless command with no pool running (`ls`, `usage`: one process, one thread)
-does not start one for a `split_map`: it forks a child per extra share, which
-leaves its share's results, marshalled, in a memory file and exits (`_fork_map`).
-That costs no pool (its imports, its workers, the pickled tasks and replies: about
-a twentieth of a wide root's `ls --json`) and keeps the same rules: a fork only
-while the process has one thread, a child that fails costs time only, a child
-ignores Ctrl-C and writes nowhere. Apart from those children and the catalog's
+A headless command with no pool running (`ls`, `usage`, `show`: one process, one
+thread) does not start one for a `split_map` or for the big-log index's second half
+(`task_runner`): it forks a child per share or task, which leaves its answer in a
+memory file and exits (`_fork_map`, `ForkRunner`). That costs no pool (its imports,
+its workers, the pickled tasks and replies: about a twentieth of a wide root's
+`ls --json`, a fourteenth of the big log's `show --json`) and keeps the same rules:
+a fork only while the process has one thread, a child that fails costs time only, a
+child ignores Ctrl-C and writes nowhere. Apart from those children and the catalog's
 fresh-state check (`fresh.FreshCheck`), the pool is the only way processes are made.
 """
 
@@ -34,7 +35,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 if TYPE_CHECKING:  # the pool's modules load when a pool starts (`start_pool`)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -133,6 +134,51 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+class ForkedTask:
+    """One task run in a child forked for it (`task_runner` in a headless command):
+    `result()` waits for the child and returns what the task returned (pickled
+    through a memory file), or raises `ChildProcessError` if the child failed in any
+    way; `cancel()` kills and reaps it. What a caller of a pool's `Future` uses."""
+
+    def __init__(self, pid: int, memo: int) -> None:
+        self._pid, self._memo = pid, memo
+
+    def result(self) -> Any:
+        pid, memo = self._pid, self._memo
+        self._pid, self._memo = 0, -1
+        import pickle
+
+        reply = _child_reply(pid, memo)
+        if reply is None:
+            raise ChildProcessError("the forked task failed")
+        return pickle.loads(reply)
+
+    def cancel(self) -> bool:
+        _end_child(self._pid, self._memo)
+        self._pid, self._memo = 0, -1
+        return True
+
+
+class ForkRunner:
+    """`submit` forks a child for each task at once (see `task_runner`)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> ForkedTask:
+        pid, memo = _fork_child(_pickled_call, fn, args)
+        if not pid:
+            raise ChildProcessError("no child could be forked")
+        return ForkedTask(pid, memo)
+
+
+def task_runner() -> ProcessPoolExecutor | ForkRunner | None:
+    """Where to run one task beside this process's own work (the big-log index's
+    second half): the running pool; else, in a headless command with one thread on
+    Linux, a child forked for the task (`ForkRunner`: no pool to import and start);
+    else a pool started now (`pool_for_work`), or None."""
+    if _pool is None and _may_fork():
+        return ForkRunner()
+    return pool_for_work()
+
+
 def pool_for_work() -> ProcessPoolExecutor | None:
     """The pool to use now: the running one, else one started here if this process
     has no other thread yet (a headless command), else None (work serially)."""
@@ -142,11 +188,11 @@ def pool_for_work() -> ProcessPoolExecutor | None:
     return pool
 
 
-def discard_broken(pool: ProcessPoolExecutor) -> None:
+def discard_broken(pool: ProcessPoolExecutor | ForkRunner) -> None:
     """Forget `pool` if a worker of it died (it takes no more tasks); a later
     `start_pool` in a single-threaded process starts a fresh one."""
     global _pool
-    if not getattr(pool, "_broken", False):
+    if isinstance(pool, ForkRunner) or not getattr(pool, "_broken", False):
         return
     with _pool_lock:
         if _pool is pool:
@@ -175,7 +221,7 @@ def split_map(
     n = len(items)
     want = workers if workers is not None else min(usable_cores(), MAX_WORKERS)
     count = max(1, min(want, n // max(min_share, 1)))
-    if count > 1 and _pool is None and _may_fork_shares():
+    if count > 1 and _pool is None and _may_fork():
         return _fork_map(func, items, pack, unpack, count)
     pool = pool_for_work() if count > 1 else None
     if pool is None:
@@ -216,7 +262,7 @@ def _unpacked(
         return None
 
 
-def _may_fork_shares() -> bool:
+def _may_fork() -> bool:
     """Whether `split_map` may fork its shares' children here: on Linux (memory files,
     and forking is safe there), outside a pool worker, in a process with one thread."""
     return (
@@ -255,13 +301,7 @@ def _fork_map(
         return results
     finally:
         for pid, memo in children:
-            if pid:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                with contextlib.suppress(OSError):
-                    os.waitpid(pid, 0)
-            if memo >= 0:
-                os.close(memo)
+            _end_child(pid, memo)
 
 
 def _fork_share(
@@ -269,8 +309,26 @@ def _fork_share(
 ) -> tuple[int, int]:
     """Fork the child that computes `items`: (its pid, the memory file it writes), or
     (0, -1) if it could not be made."""
+    return _fork_child(_marshalled_share, func, pack, items)
+
+
+def _marshalled_share(
+    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]
+) -> bytes:
+    return marshal.dumps([pack(func(item)) for item in items])
+
+
+def _pickled_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
+    import pickle
+
+    return pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _fork_child(reply: Callable[..., bytes], *args: Any) -> tuple[int, int]:
+    """Fork a child that writes `reply(*args)` into a memory file and leaves: (its pid,
+    the memory file), or (0, -1) if it could not be made."""
     try:
-        memo = os.memfd_create("turnline-share", os.MFD_CLOEXEC)
+        memo = os.memfd_create("turnline-task", os.MFD_CLOEXEC)
     except OSError:
         return 0, -1
     try:
@@ -279,33 +337,29 @@ def _fork_share(
         os.close(memo)
         return 0, -1
     if pid == 0:
-        _compute_share(func, pack, items, memo)
+        _child(reply, args, memo)
     return pid, memo
 
 
-def _compute_share(
-    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T], memo: int
-) -> NoReturn:
-    """A `_fork_map` child: its share's results into the memory file, then leave at
-    once (no cleanup of the parent's: its buffers, its atexit handlers)."""
+def _child(reply: Callable[..., bytes], args: tuple[Any, ...], memo: int) -> NoReturn:
+    """A forked child: its reply into the memory file, then leave at once (no cleanup
+    of the parent's: its buffers, its atexit handlers)."""
     status = 1
     try:
         _quiet_worker()
-        data = memoryview(marshal.dumps([pack(func(item)) for item in items]))
+        data = memoryview(reply(*args))
         while data:
             data = data[os.write(memo, data) :]
         status = 0
-    except BaseException:  # any failure: the parent computes the share
+    except BaseException:  # any failure: the parent does the work itself
         pass
     finally:
         os._exit(status)
 
 
-def _share_reply(
-    pid: int, memo: int, items: Sequence[T], unpack: Callable[[T, object], R]
-) -> list[R] | None:
-    """A `_fork_map` child's results for `items`, once it has exited (its memory file
-    is closed here); None if it failed in any way."""
+def _child_reply(pid: int, memo: int) -> bytes | None:
+    """What a forked child wrote, once it has exited (its memory file is closed here);
+    None if it failed."""
     if not pid:
         return None
     try:
@@ -314,11 +368,37 @@ def _share_reply(
             return None
         with open(memo, "rb", closefd=False) as reply:
             reply.seek(0)  # (the child's writes moved the offset both share)
-            packed = marshal.loads(reply.read())
+            return reply.read()
+    except OSError:
+        return None
+    finally:
+        os.close(memo)
+
+
+def _end_child(pid: int, memo: int) -> None:
+    """Kill and reap a forked child, and close its memory file (after an exception,
+    or for a task no longer wanted)."""
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, 0)
+    if memo >= 0:
+        os.close(memo)
+
+
+def _share_reply(
+    pid: int, memo: int, items: Sequence[T], unpack: Callable[[T, object], R]
+) -> list[R] | None:
+    """A `_fork_map` child's results for `items`, once it has exited (its memory file
+    is closed here); None if it failed in any way."""
+    reply = _child_reply(pid, memo)
+    if reply is None:
+        return None
+    try:
+        packed = marshal.loads(reply)
         if not isinstance(packed, list) or len(packed) != len(items):
             return None
         return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
     except Exception:  # a reply that does not load or unpack
         return None
-    finally:
-        os.close(memo)

@@ -16,10 +16,11 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from turnline.core import index as index_module
+from turnline.core import parallel
 from turnline.core.codec import encode_records
 from turnline.core.index import index_log
 from turnline.core.model import ProblemKind, SessionEvent, SessionHeader
-from turnline.core.parallel import pool_for_work, usable_cores
+from turnline.core.parallel import ForkRunner, pool_for_work, task_runner, usable_cores
 
 from ..conftest import fixture_logs
 from .disk_logs import event, turn_records, zstd_of
@@ -31,10 +32,19 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _record_splits(monkeypatch: pytest.MonkeyPatch, threshold: str, split: str) -> list[bool]:
+def _record_splits(
+    monkeypatch: pytest.MonkeyPatch, threshold: str, split: str, runner: str
+) -> list[bool]:
     """Lower the `threshold` to zero so every log is split, and record each outcome of
-    the `split` function (True: `ix` holds the result)."""
-    assert pool_for_work() is not None  # the halves really run in two processes
+    the `split` function (True: `ix` holds the result). The second half runs in the
+    process pool (`runner` "pool": the app's way) or in a child forked for it ("fork":
+    a headless command's way, with no pool running)."""
+    if runner == "pool":
+        assert pool_for_work() is not None  # the halves really run in two processes
+        assert task_runner() is parallel.process_pool()
+    else:
+        parallel.stop_pool()
+        assert isinstance(task_runner(), ForkRunner)
     outcomes: list[bool] = []
     real = getattr(index_module, split)
 
@@ -48,17 +58,19 @@ def _record_splits(monkeypatch: pytest.MonkeyPatch, threshold: str, split: str) 
     return outcomes
 
 
-@pytest.fixture
-def joined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+@pytest.fixture(params=["pool", "fork"])
+def joined(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[list[bool]]:
     """Split every raw log; the list records each split's outcome (True: joined)."""
-    yield _record_splits(monkeypatch, "SPLIT_THRESHOLD", "_index_raw_split")
+    yield _record_splits(monkeypatch, "SPLIT_THRESHOLD", "_index_raw_split", request.param)
 
 
-@pytest.fixture
-def zjoined(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+@pytest.fixture(params=["pool", "fork"])
+def zjoined(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[list[bool]]:
     """Split every zstd log; the list records each split's outcome (True: `ix` holds
     the result, joined or read whole by this process)."""
-    yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split")
+    yield _record_splits(monkeypatch, "ZSTD_SPLIT_THRESHOLD", "_index_zstd_split", request.param)
 
 
 def _line(record: object) -> bytes:
@@ -195,7 +207,7 @@ class _DeadPool:
 def test_a_lost_worker_falls_back(
     joined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
+    monkeypatch.setattr(index_module, "task_runner", _DeadPool)
     log = _log(tmp_path, _turns(40))
     assert_same(index_log(log, block_size=512), full_read(log))
     assert joined == [False]
@@ -205,7 +217,7 @@ def test_no_pool_indexes_serially(
     joined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A process with threads and no pool started before them (the app without one)."""
-    monkeypatch.setattr(index_module, "pool_for_work", lambda: None)
+    monkeypatch.setattr(index_module, "task_runner", lambda: None)
     log = _log(tmp_path, _turns(40))
     assert_same(index_log(log, block_size=512), full_read(log))
     assert joined == [False]
@@ -281,7 +293,7 @@ def test_a_seq_gap_in_the_first_zstd_half_falls_back(zjoined: list[bool], tmp_pa
 def test_a_lost_zstd_worker_falls_back(
     zjoined: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "pool_for_work", _DeadPool)
+    monkeypatch.setattr(index_module, "task_runner", _DeadPool)
     raw = _line(HEADER) + b"".join(_line(r) for r in _turns(40))
     log = zstd_of(tmp_path, raw, 4)
     assert_same(index_log(log, block_size=512), full_read(log))

@@ -464,3 +464,29 @@ def test_ctrl_c_in_the_parent_kills_and_reaps_its_children(
         os.waitpid(child, os.WNOHANG)  # killed and reaped, not left stalling
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+def _exits(code: int) -> int:
+    os._exit(code)
+
+
+def _slow_square(x: int) -> int:
+    threading.Event().wait(600)  # killed long before (else the test times out)
+    return x * x
+
+
+def test_a_forked_task_answers_fails_or_is_cancelled() -> None:
+    """`task_runner` in a headless process: a child per task, its answer pickled back;
+    a child that dies raises (the caller then does the work); `cancel` kills it."""
+    runner = parallel.task_runner()
+    assert isinstance(runner, parallel.ForkRunner)
+    task = runner.submit(_square, 12)
+    assert task.result() == 144
+    with pytest.raises(ChildProcessError):
+        runner.submit(_exits, 3).result()
+    slow = runner.submit(_slow_square, 2)
+    pid = slow._pid
+    assert slow.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # killed and reaped
+    assert parallel.process_pool() is None  # no pool was started for any of it
