@@ -28,15 +28,33 @@ _OPTIONS = {"--json": False, "--include-inherited": False, "--in": True, "--sess
 
 
 def console() -> NoReturn:
-    """The `turnline` console script."""
-    argv = sys.argv[1:]
-    if argv[:1] == ["search"]:
-        status = _search(argv[1:])
-        if status is not None:
-            _leave(status)
-    from .main import console as full
+    """The `turnline` console script. Ctrl-C ends any command quietly (`_interrupted`)."""
+    try:
+        argv = sys.argv[1:]
+        if argv[:1] == ["search"]:
+            status = _search(argv[1:])
+            if status is not None:
+                _leave(status)
+        from .main import console as full
 
-    full()
+        full()
+    except KeyboardInterrupt:
+        _interrupted()
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C: no traceback. The pool is stopped (a `split_map`'s forked children are
+    already killed and reaped on the way out), then the process ends by SIGINT itself,
+    as a shell expects of an interrupted command (status 130), with what it had
+    not yet written left unwritten."""
+    import signal
+
+    parallel = sys.modules.get("turnline.core.parallel")
+    if parallel is not None:
+        parallel.stop_pool()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(130)  # (if the signal did not end the process)
 
 
 def _leave(status: int) -> NoReturn:

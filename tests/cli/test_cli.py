@@ -598,3 +598,27 @@ def test_a_lone_folder_argument_explains_itself(
         message = error["error"]["message"]
         assert "is a folder, not a session; to use it as ROOT, name a SESSION after it" in message
         assert ".dsh" not in message  # the missing default root is beside the point
+
+
+@pytest.mark.parametrize("argv", [["ls", "--json"], ["search", "x", "--json"]])
+def test_subprocess_ctrl_c_ends_quietly_by_the_signal(root: Path, argv: list[str]) -> None:
+    """Ctrl-C anywhere in a command (here: at the work's start, in either door) prints
+    no traceback; the process ends by SIGINT, as a shell expects (status 130)."""
+    import signal
+
+    command, *rest = argv
+    code = (
+        "import importlib, sys\n"
+        "import turnline.cli.fast as fast\n"
+        "full = importlib.import_module('turnline.cli.main')\n"
+        "def interrupted(*_args, **_kw):\n"
+        "    raise KeyboardInterrupt\n"
+        "full.main = interrupted\n"
+        "fast._answer = interrupted\n"
+        f"sys.argv = ['turnline', {command!r}, {str(root)!r}, *{rest!r}]\n"
+        "fast.console()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGINT
+    assert proc.stderr == ""
+    assert proc.stdout == ""
