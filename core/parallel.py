@@ -140,22 +140,22 @@ class ForkedTask:
     through a memory file), or raises `ChildProcessError` if the child failed in any
     way; `cancel()` kills and reaps it. What a caller of a pool's `Future` uses."""
 
-    def __init__(self, pid: int, memo: int) -> None:
-        self._pid, self._memo = pid, memo
+    def __init__(self, child: _Child) -> None:
+        self._child = child
 
     def result(self) -> Any:
-        pid, memo = self._pid, self._memo
-        self._pid, self._memo = 0, -1
         import pickle
 
-        reply = _child_reply(pid, memo)
+        try:
+            reply = self._child.reply()
+        finally:
+            self._child.end()  # (interrupted while waiting: the child is killed)
         if reply is None:
             raise ChildProcessError("the forked task failed")
         return pickle.loads(reply)
 
     def cancel(self) -> bool:
-        _end_child(self._pid, self._memo)
-        self._pid, self._memo = 0, -1
+        self._child.end()
         return True
 
 
@@ -163,10 +163,10 @@ class ForkRunner:
     """`submit` forks a child for each task at once (see `task_runner`)."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> ForkedTask:
-        pid, memo = _fork_child(_pickled_call, fn, args)
-        if not pid:
+        child = _fork_child(_pickled_call, fn, args)
+        if child is None:
             raise ChildProcessError("no child could be forked")
-        return ForkedTask(pid, memo)
+        return ForkedTask(child)
 
 
 def task_runner() -> ProcessPoolExecutor | ForkRunner | None:
@@ -287,29 +287,22 @@ def _fork_map(
     behind by an exception here (Ctrl-C) are killed and reaped."""
     n = len(items)
     bounds = [n * k // count for k in range(count + 1)]
-    children: list[tuple[int, int]] = []  # (pid, memory file); pid 0: none
+    children: list[_Child | None] = []
     try:
         for k in range(1, count):
-            children.append(_fork_share(func, pack, items[bounds[k] : bounds[k + 1]]))
+            share = items[bounds[k] : bounds[k + 1]]
+            children.append(_fork_child(_marshalled_share, func, pack, share))
         results: list[R] = [func(item) for item in items[: bounds[1]]]
         for k in range(1, count):
             share = items[bounds[k] : bounds[k + 1]]
-            pid, memo = children[k - 1]
-            children[k - 1] = (0, -1)
-            got = _share_reply(pid, memo, share, unpack)
+            child = children[k - 1]
+            got = None if child is None else _unpacked_reply(child.reply(), share, unpack)
             results.extend(got if got is not None else [func(item) for item in share])
         return results
     finally:
-        for pid, memo in children:
-            _end_child(pid, memo)
-
-
-def _fork_share(
-    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]
-) -> tuple[int, int]:
-    """Fork the child that computes `items`: (its pid, the memory file it writes), or
-    (0, -1) if it could not be made."""
-    return _fork_child(_marshalled_share, func, pack, items)
+        for child in children:
+            if child is not None:
+                child.end()
 
 
 def _marshalled_share(
@@ -324,26 +317,63 @@ def _pickled_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
     return pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _fork_child(reply: Callable[..., bytes], *args: Any) -> tuple[int, int]:
-    """Fork a child that writes `reply(*args)` into a memory file and leaves: (its pid,
-    the memory file), or (0, -1) if it could not be made."""
+class _Child:
+    """A forked child (`_fork_child`) and the memory file it writes its reply into."""
+
+    def __init__(self, pid: int, memo: int) -> None:
+        self.pid = pid  # 0 once reaped
+        self.memo = memo  # -1 once closed
+
+    def reply(self) -> bytes | None:
+        """What the child wrote, once it has exited (it is reaped here); None if it
+        failed."""
+        if not self.pid:
+            return None
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            return None
+        try:
+            with open(self.memo, "rb", closefd=False) as reply:
+                reply.seek(0)  # (the child's writes moved the offset both share)
+                return reply.read()
+        except OSError:
+            return None
+
+    def end(self) -> None:
+        """Kill and reap the child unless it was reaped (after an exception here, or
+        for a task no longer wanted), and close its memory file."""
+        if self.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+        if self.memo >= 0:
+            os.close(self.memo)
+            self.memo = -1
+
+
+def _fork_child(reply: Callable[..., bytes], *args: Any) -> _Child | None:
+    """Fork a child that writes `reply(*args)` into a memory file and leaves; None if
+    it could not be made."""
     try:
         memo = os.memfd_create("turnline-task", os.MFD_CLOEXEC)
     except OSError:
-        return 0, -1
+        return None
     try:
         pid = os.fork()
     except OSError:
         os.close(memo)
-        return 0, -1
+        return None
     if pid == 0:
-        _child(reply, args, memo)
-    return pid, memo
+        _run_child(reply, args, memo)
+    return _Child(pid, memo)
 
 
-def _child(reply: Callable[..., bytes], args: tuple[Any, ...], memo: int) -> NoReturn:
-    """A forked child: its reply into the memory file, then leave at once (no cleanup
-    of the parent's: its buffers, its atexit handlers)."""
+def _run_child(reply: Callable[..., bytes], args: tuple[Any, ...], memo: int) -> NoReturn:
+    """In the forked child: its reply into the memory file, then leave at once (no
+    cleanup of the parent's: its buffers, its atexit handlers)."""
     status = 1
     try:
         _quiet_worker()
@@ -357,42 +387,11 @@ def _child(reply: Callable[..., bytes], args: tuple[Any, ...], memo: int) -> NoR
         os._exit(status)
 
 
-def _child_reply(pid: int, memo: int) -> bytes | None:
-    """What a forked child wrote, once it has exited (its memory file is closed here);
-    None if it failed."""
-    if not pid:
-        return None
-    try:
-        _, status = os.waitpid(pid, 0)
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return None
-        with open(memo, "rb", closefd=False) as reply:
-            reply.seek(0)  # (the child's writes moved the offset both share)
-            return reply.read()
-    except OSError:
-        return None
-    finally:
-        os.close(memo)
-
-
-def _end_child(pid: int, memo: int) -> None:
-    """Kill and reap a forked child, and close its memory file (after an exception,
-    or for a task no longer wanted)."""
-    if pid:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(pid, 0)
-    if memo >= 0:
-        os.close(memo)
-
-
-def _share_reply(
-    pid: int, memo: int, items: Sequence[T], unpack: Callable[[T, object], R]
+def _unpacked_reply(
+    reply: bytes | None, items: Sequence[T], unpack: Callable[[T, object], R]
 ) -> list[R] | None:
-    """A `_fork_map` child's results for `items`, once it has exited (its memory file
-    is closed here); None if it failed in any way."""
-    reply = _child_reply(pid, memo)
+    """A `_fork_map` child's results for `items` from its reply; None if it failed or
+    its reply does not load or unpack."""
     if reply is None:
         return None
     try:

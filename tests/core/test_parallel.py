@@ -485,8 +485,33 @@ def test_a_forked_task_answers_fails_or_is_cancelled() -> None:
     with pytest.raises(ChildProcessError):
         runner.submit(_exits, 3).result()
     slow = runner.submit(_slow_square, 2)
-    pid = slow._pid
+    pid = slow._child.pid
     assert slow.cancel()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # killed and reaped
     assert parallel.process_pool() is None  # no pool was started for any of it
+
+
+def test_ctrl_c_while_waiting_for_a_forked_task_kills_it() -> None:
+    """Interrupted while it waits for the child (the index's caller on Ctrl-C), the
+    task kills and reaps its child rather than leave it running."""
+    import signal
+
+    runner = parallel.task_runner()
+    assert isinstance(runner, parallel.ForkRunner)
+    slow = runner.submit(_slow_square, 3)
+    pid = slow._child.pid
+
+    def interrupt(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            slow.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # killed and reaped
