@@ -17,7 +17,7 @@ write nowhere (their stdout and stderr are /dev/null): they compute and reply.
 A headless command with no pool running (`ls`, `usage`, `show`: one process, one
 thread) does not start one for a `split_map` or for the big-log index's second half
 (`task_runner`): it forks a child per share or task, which leaves its answer in a
-memory file and exits (`_fork_map`, `ForkRunner`). That costs no pool (its imports,
+memory file and exits (`ForkRunner`). That costs no pool (its imports,
 its workers, the pickled tasks and replies: about a twentieth of a wide root's
 `ls --json`, a fourteenth of the big log's `show --json`) and keeps the same rules:
 a fork only while the process has one thread, a child that fails costs time only, a
@@ -114,7 +114,7 @@ def stop_pool() -> None:
 
 
 def _quiet_worker() -> None:
-    """A pool worker's start (and a `_fork_map` child's): Ctrl-C belongs to the caller,
+    """A pool worker's start (and a forked child's): Ctrl-C belongs to the caller,
     and a worker never prints (in the app its output would land on the screen)."""
     global _in_worker, _pool
     _in_worker, _pool = True, None
@@ -136,23 +136,25 @@ def usable_cores() -> int:
 
 class ForkedTask:
     """One task run in a child forked for it (`task_runner` in a headless command):
-    `result()` waits for the child and returns what the task returned (pickled
-    through a memory file), or raises `ChildProcessError` if the child failed in any
+    `result()` waits for the child and returns what the task returned (through a
+    memory file: `_encoded_call`), or raises `ChildProcessError` if the child failed in any
     way; `cancel()` kills and reaps it. What a caller of a pool's `Future` uses."""
 
     def __init__(self, child: _Child) -> None:
         self._child = child
 
     def result(self) -> Any:
-        import pickle
-
         try:
             reply = self._child.reply()
         finally:
             self._child.end()  # (interrupted while waiting: the child is killed)
         if reply is None:
             raise ChildProcessError("the forked task failed")
-        return pickle.loads(reply)
+        if reply[:1] == b"m":
+            return marshal.loads(memoryview(reply)[1:])
+        import pickle
+
+        return pickle.loads(memoryview(reply)[1:])
 
     def cancel(self) -> bool:
         self._child.end()
@@ -163,7 +165,7 @@ class ForkRunner:
     """`submit` forks a child for each task at once (see `task_runner`)."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> ForkedTask:
-        child = _fork_child(_pickled_call, fn, args)
+        child = _fork_child(_encoded_call, fn, args)
         if child is None:
             raise ChildProcessError("no child could be forked")
         return ForkedTask(child)
@@ -215,40 +217,46 @@ def split_map(
     `func` and `pack` must be picklable (module-level functions, `functools.partial`
     of them) and must not depend on state that changes during the call. `pack` turns
     a result into plain values and `unpack(item, packed)` turns them back into an
-    equal result. The caller computes the first share while the pool computes the
-    others; the result is the serial list comprehension's whatever the pool does.
+    equal result. The caller computes the first share while the others are computed
+    by `task_runner`'s pool or forked children; the result is the serial list
+    comprehension's whatever they do.
     """
     n = len(items)
     want = workers if workers is not None else min(usable_cores(), MAX_WORKERS)
     count = max(1, min(want, n // max(min_share, 1)))
-    if count > 1 and _pool is None and _may_fork():
-        return _fork_map(func, items, pack, unpack, count)
-    pool = pool_for_work() if count > 1 else None
-    if pool is None:
+    runner = task_runner() if count > 1 else None
+    if runner is None:
         return [func(item) for item in items]
     bounds = [n * k // count for k in range(count + 1)]
-    futures: list[Future[list[object]] | None] = []
-    for k in range(1, count):
-        try:
-            futures.append(pool.submit(_share, func, pack, items[bounds[k] : bounds[k + 1]]))
-        except Exception:  # a broken or stopped pool: this share is computed here
-            futures.append(None)
-    results: list[R] = [func(item) for item in items[: bounds[1]]]
-    for k, future in enumerate(futures, start=1):
-        share = items[bounds[k] : bounds[k + 1]]
-        got = _unpacked(future, share, unpack)
-        results.extend(got if got is not None else [func(item) for item in share])
-    discard_broken(pool)
+    futures: list[Future[list[object]] | ForkedTask | None] = []
+    try:
+        for k in range(1, count):
+            try:
+                futures.append(runner.submit(_share, func, pack, items[bounds[k] : bounds[k + 1]]))
+            except Exception:  # a broken or stopped pool, no fork: computed here
+                futures.append(None)
+        results: list[R] = [func(item) for item in items[: bounds[1]]]
+        for k, future in enumerate(futures, start=1):
+            share = items[bounds[k] : bounds[k + 1]]
+            got = _unpacked(future, share, unpack)
+            results.extend(got if got is not None else [func(item) for item in share])
+    finally:
+        for future in futures:  # (after an exception here, Ctrl-C: a forked child is
+            if future is not None:  # killed and reaped; a finished task is left as is)
+                future.cancel()
+    discard_broken(runner)
     return results
 
 
 def _share(func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]) -> list[object]:
-    """One share of `split_map`, in a pool worker."""
+    """One share of `split_map`, in a pool worker or a forked child."""
     return [pack(func(item)) for item in items]
 
 
 def _unpacked(
-    future: Future[list[object]] | None, items: Sequence[T], unpack: Callable[[T, object], R]
+    future: Future[list[object]] | ForkedTask | None,
+    items: Sequence[T],
+    unpack: Callable[[T, object], R],
 ) -> list[R] | None:
     """A share's results, or None if its task failed or its reply does not unpack."""
     if future is None:
@@ -263,7 +271,7 @@ def _unpacked(
 
 
 def _may_fork() -> bool:
-    """Whether `split_map` may fork its shares' children here: on Linux (memory files,
+    """Whether `task_runner` may fork a child per task here: on Linux (memory files,
     and forking is safe there), outside a pool worker, in a process with one thread."""
     return (
         sys.platform == "linux"
@@ -273,48 +281,17 @@ def _may_fork() -> bool:
     )
 
 
-def _fork_map(
-    func: Callable[[T], R],
-    items: Sequence[T],
-    pack: Callable[[R], object],
-    unpack: Callable[[T, object], R],
-    count: int,
-) -> list[R]:
-    """`split_map` without a pool: a forked child per share but the first, which this
-    process computes meanwhile; each child leaves `[pack(result), ...]` marshalled in a
-    memory file and exits. A share whose child fails in any way (cannot be forked,
-    dies, writes what does not unmarshal or unpack) is computed here. Children left
-    behind by an exception here (Ctrl-C) are killed and reaped."""
-    n = len(items)
-    bounds = [n * k // count for k in range(count + 1)]
-    children: list[_Child | None] = []
+def _encoded_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[bytes]:
+    """`fn(*args)` in a forked child, encoded for `ForkedTask.result`: marshalled when
+    marshal takes it (plain values: a `split_map` share, three times faster both ways
+    than pickle), else pickled; a tag byte says which."""
+    value = fn(*args)
     try:
-        for k in range(1, count):
-            share = items[bounds[k] : bounds[k + 1]]
-            children.append(_fork_child(_marshalled_share, func, pack, share))
-        results: list[R] = [func(item) for item in items[: bounds[1]]]
-        for k in range(1, count):
-            share = items[bounds[k] : bounds[k + 1]]
-            child = children[k - 1]
-            got = None if child is None else _unpacked_reply(child.reply(), share, unpack)
-            results.extend(got if got is not None else [func(item) for item in share])
-        return results
-    finally:
-        for child in children:
-            if child is not None:
-                child.end()
+        return [b"m", marshal.dumps(value)]
+    except ValueError:
+        import pickle
 
-
-def _marshalled_share(
-    func: Callable[[T], R], pack: Callable[[R], object], items: Sequence[T]
-) -> bytes:
-    return marshal.dumps([pack(func(item)) for item in items])
-
-
-def _pickled_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
-    import pickle
-
-    return pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+        return [b"p", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)]
 
 
 class _Child:
@@ -354,9 +331,9 @@ class _Child:
             self.memo = -1
 
 
-def _fork_child(reply: Callable[..., bytes], *args: Any) -> _Child | None:
-    """Fork a child that writes `reply(*args)` into a memory file and leaves; None if
-    it could not be made."""
+def _fork_child(reply: Callable[..., list[bytes]], *args: Any) -> _Child | None:
+    """Fork a child that writes the chunks `reply(*args)` into a memory file and
+    leaves; None if it could not be made."""
     try:
         memo = os.memfd_create("turnline-task", os.MFD_CLOEXEC)
     except OSError:
@@ -371,33 +348,18 @@ def _fork_child(reply: Callable[..., bytes], *args: Any) -> _Child | None:
     return _Child(pid, memo)
 
 
-def _run_child(reply: Callable[..., bytes], args: tuple[Any, ...], memo: int) -> NoReturn:
+def _run_child(reply: Callable[..., list[bytes]], args: tuple[Any, ...], memo: int) -> NoReturn:
     """In the forked child: its reply into the memory file, then leave at once (no
     cleanup of the parent's: its buffers, its atexit handlers)."""
     status = 1
     try:
         _quiet_worker()
-        data = memoryview(reply(*args))
-        while data:
-            data = data[os.write(memo, data) :]
+        for chunk in reply(*args):
+            data = memoryview(chunk)
+            while data:
+                data = data[os.write(memo, data) :]
         status = 0
     except BaseException:  # any failure: the parent does the work itself
         pass
     finally:
         os._exit(status)
-
-
-def _unpacked_reply(
-    reply: bytes | None, items: Sequence[T], unpack: Callable[[T, object], R]
-) -> list[R] | None:
-    """A `_fork_map` child's results for `items` from its reply; None if it failed or
-    its reply does not load or unpack."""
-    if reply is None:
-        return None
-    try:
-        packed = marshal.loads(reply)
-        if not isinstance(packed, list) or len(packed) != len(items):
-            return None
-        return [unpack(item, value) for item, value in zip(items, packed, strict=True)]
-    except Exception:  # a reply that does not load or unpack
-        return None

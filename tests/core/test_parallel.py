@@ -407,8 +407,8 @@ def _back_any(_item: int, value: object) -> object:
 
 def test_a_headless_split_forks_its_shares_and_starts_no_pool() -> None:
     """With no pool running and one thread, `split_map` forks a child per extra share
-    (`_fork_map`): the second half is another process's, no pool is started, and the
-    child ignores Ctrl-C and writes nowhere."""
+    (`task_runner`'s `ForkRunner`): the second half is another process's, no pool is
+    started, and the child ignores Ctrl-C and writes nowhere."""
     items = list(range(40))
     got = split_map(_pid_of, items, pack=_keep, unpack=_back, workers=2, min_share=1)
     assert got[:20] == [os.getpid()] * 20
@@ -481,7 +481,8 @@ def test_a_forked_task_answers_fails_or_is_cancelled() -> None:
     runner = parallel.task_runner()
     assert isinstance(runner, parallel.ForkRunner)
     task = runner.submit(_square, 12)
-    assert task.result() == 144
+    assert task.result() == 144  # (marshalled back)
+    assert runner.submit(Path, "/a/b").result() == Path("/a/b")  # (marshal refuses: pickled)
     with pytest.raises(ChildProcessError):
         runner.submit(_exits, 3).result()
     slow = runner.submit(_slow_square, 2)
