@@ -49,9 +49,7 @@ def _interrupted() -> NoReturn:
     not yet written left unwritten."""
     import signal
 
-    parallel = sys.modules.get("turnline.core.parallel")
-    if parallel is not None:
-        parallel.stop_pool()
+    _stop_pool()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGINT)
     os._exit(130)  # (if the signal did not end the process)
@@ -63,10 +61,15 @@ def _leave(status: int) -> NoReturn:
         sys.stderr.flush()
     except (OSError, ValueError):
         status = status or 1
+    _stop_pool()
+    os._exit(status)
+
+
+def _stop_pool() -> None:
+    """No pool worker outlives the command (`os._exit` runs no atexit), if one started."""
     parallel = sys.modules.get("turnline.core.parallel")
     if parallel is not None:
-        parallel.stop_pool()  # no pool worker outlives the command (`_exit` runs no atexit)
-    os._exit(status)
+        parallel.stop_pool()
 
 
 def _parse(args: list[str]) -> dict[str, Any] | None:

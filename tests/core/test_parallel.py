@@ -429,7 +429,8 @@ def _unmarshallable_in_children(x: int) -> object:
     return object() if os.getpid() != PARENT else x
 
 
-def test_a_reply_that_does_not_marshal_is_computed_again() -> None:
+def test_a_reply_marshal_refuses_is_pickled_and_still_checked() -> None:
+    """(`object()` comes back pickled, and its share is computed again: not an int.)"""
     items = list(range(50))
     got = split_map(
         _square, items, pack=_unmarshallable_in_children, unpack=_back, workers=2, min_share=1
