@@ -34,15 +34,20 @@ def unique_prefixes(ids: Iterable[str], minimum: int = SHORT_ID) -> dict[str, st
     Returns:
         id -> its prefix, for every distinct id.
     """
-    ordered = sorted(set(ids))
+    distinct = set(ids)
+    keep = max(minimum, 1)  # (a prefix has a character at least)
+    out = {sid: sid[:keep] for sid in distinct}
+    if len(set(out.values())) == len(out):
+        # No two ids share a head: none can lengthen a prefix (ten thousand UUIDs:
+        # a third of the time of the walk below, which this answer equals).
+        return out
+    ordered = sorted(distinct)
     # In sorted order the id sharing the longest prefix with this one is a neighbour.
     # Only neighbours with the same first `minimum` characters can lengthen a prefix
     # (for an id shorter than that, nothing can: its prefix is itself either way), so
     # every other id keeps its head, and the loop visits the few pairs that share one
     # (ten thousand UUIDs: 6 ms instead of 14).
     heads = [sid[:minimum] for sid in ordered]
-    keep = max(minimum, 1)  # (a prefix has a character at least)
-    out = {sid: sid[:keep] for sid in ordered}
     same = [a == b for a, b in pairwise(heads)]
     for k in compress(range(len(same)), same):
         a, b = ordered[k], ordered[k + 1]
@@ -111,6 +116,8 @@ def short_ids(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> 
     """
     items = list(sessions)
     prefixes = unique_prefixes((sid for sid, _ in items), minimum)
+    if len(prefixes) == len(items):  # no id claimed twice: each log shows its prefix
+        return {path: prefixes[sid] for sid, path in items}
     by_id: dict[str, list[Path]] = {}
     for sid, path in items:
         by_id.setdefault(sid, []).append(path)
