@@ -123,14 +123,38 @@ def short_ids(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> 
         by_id.setdefault(sid, []).append(path)
     out: dict[Path, str] = {}
     for sid, paths in by_id.items():
-        if len(paths) == 1:
-            out[paths[0]] = prefixes[sid]
-            continue
-        parts = distinguishing_parts(paths)
-        for path in paths:
-            part = parts[path]
-            out[path] = f"{prefixes[sid]}{WHERE}{part}" if part else prefixes[sid]
+        out.update(_claimed(prefixes[sid], paths))
     return out
+
+
+def short_ids_of(
+    ids: Sequence[str], paths: Sequence[str], wanted: Iterable[int], minimum: int = SHORT_ID
+) -> dict[int, str]:
+    """`short_ids` of the logs at the indices `wanted` of `ids` and `paths` (their
+    session ids and log paths, as strings), among all of them: from plain values, a
+    `Path` made only for a log whose id another log claims too."""
+    prefixes = unique_prefixes(ids, minimum)
+    if len(prefixes) == len(ids):
+        return {i: prefixes[ids[i]] for i in wanted}
+    claims: dict[str, list[int]] = {}
+    for i, sid in enumerate(ids):
+        claims.setdefault(sid, []).append(i)
+    out: dict[int, str] = {}
+    for i in wanted:
+        sid = ids[i]
+        claimants = [Path(paths[k]) for k in claims[sid]]
+        out[i] = _claimed(prefixes[sid], claimants)[Path(paths[i])]
+    return out
+
+
+def _claimed(prefix: str, paths: Sequence[Path]) -> dict[Path, str]:
+    """The short ids of the logs that claim one id (`prefix`, its unique prefix): the
+    prefix alone for one log; for several, `@` and the folder part that tells each
+    apart (`distinguishing_parts`), where one does."""
+    if len(paths) == 1:
+        return {paths[0]: prefix}
+    parts = distinguishing_parts(paths)
+    return {path: f"{prefix}{WHERE}{parts[path]}" if parts[path] else prefix for path in paths}
 
 
 def log_labels(sessions: Iterable[tuple[str, Path]], minimum: int = SHORT_ID) -> dict[Path, str]:

@@ -8,10 +8,11 @@ never followed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
 from operator import is_not, itemgetter
 from pathlib import Path
+from typing import Final, TypeVar, cast
 
 import msgspec
 
@@ -269,3 +270,82 @@ def build_lineage(summaries: Iterable[SessionSummary], links: Links | None = Non
     parent_of = {items[c].path: items[p].path for c, p in links.parent.items()}
     frozen = {items[i].path: tuple(found) for i, found in links.problems.items()}
     return Lineage(roots, missing, parent_of, frozen)
+
+
+#: The project of sessions whose header names no cwd (shown after every other one).
+NO_CWD: Final = "(no cwd)"
+
+#: One entry of a project: a root session (`("session", node)`), or the children of a
+#: parent no log claims (`("missing", (parent id, children))`).
+ProjectItem = tuple[str, "LineageNode | tuple[str, tuple[LineageNode, ...]]"]
+
+_N = TypeVar("_N")
+
+
+def group_projects(
+    roots: Iterable[_N],
+    missing: Iterable[tuple[str, Sequence[_N]]],
+    cwd_of: Callable[[_N], str | None],
+) -> dict[str, list[tuple[str, _N | tuple[str, Sequence[_N]]]]]:
+    """Lineage trees by project, in the order given within each: a root (`("session",
+    root)`) under its own cwd, a missing parent's children (`("missing", (parent id,
+    children))`) under the first child's cwd; `NO_CWD` for none. The session tree's
+    projects (`project_groups`); `project_order` orders them."""
+    by_project: dict[str, list[tuple[str, _N | tuple[str, Sequence[_N]]]]] = {}
+    for root in roots:
+        by_project.setdefault(cwd_of(root) or NO_CWD, []).append(("session", root))
+    for parent_id, children in missing:
+        cwd = (cwd_of(children[0]) or NO_CWD) if children else NO_CWD
+        by_project.setdefault(cwd, []).append(("missing", (parent_id, children)))
+    return by_project
+
+
+def project_groups(lineage: Lineage) -> dict[str, list[ProjectItem]]:
+    """`group_projects` of a lineage: its roots, then its missing parents' groups."""
+    return cast(dict[str, list[ProjectItem]], _groups(lineage))
+
+
+def _groups(
+    lineage: Lineage,
+) -> dict[str, list[tuple[str, LineageNode | tuple[str, Sequence[LineageNode]]]]]:
+    missing = ((m.parent_id, m.children) for m in lineage.missing)
+    return group_projects(lineage.roots, missing, _summary_cwd)
+
+
+def _summary_cwd(node: LineageNode) -> str | None:
+    return node.summary.cwd
+
+
+def project_order(cwd: str) -> tuple[bool, str]:
+    """Sort key of a project in lineage order: by cwd, `NO_CWD` last."""
+    return (cwd == NO_CWD, cwd)
+
+
+def first_project(
+    by_project: dict[str, list[tuple[str, _N | tuple[str, Sequence[_N]]]]],
+    children_of: Callable[[_N], Sequence[_N]],
+) -> list[_N]:
+    """Every session of the first project of `group_projects`' answer (`project_order`),
+    descendants included, in display order: what the session tree shows unfolded when
+    it opens on a big root."""
+    if not by_project:
+        return []
+    found: list[_N] = []
+    stack: list[_N] = []
+    for kind, item in by_project[min(by_project, key=project_order)]:
+        tops = (item,) if kind == "session" else cast(tuple[str, Sequence[_N]], item)[1]
+        stack.extend(reversed(cast(Sequence[_N], tops)))
+        while stack:
+            node = stack.pop()
+            found.append(node)
+            stack.extend(reversed(children_of(node)))
+    return found
+
+
+def first_project_paths(lineage: Lineage) -> list[Path]:
+    """`first_project` of a lineage, as log paths."""
+    return [n.summary.path for n in first_project(_groups(lineage), _children)]
+
+
+def _children(node: LineageNode) -> Sequence[LineageNode]:
+    return node.children
