@@ -35,6 +35,7 @@ from .formats import (
     superseded,
 )
 from .formats import known as known_version
+from .ids import short_ids_of
 from .layout import decode_session_id, is_project_dir, session_dir
 from .lineage import (
     Lineage,
@@ -42,8 +43,11 @@ from .lineage import (
     LinkKey,
     Links,
     build_lineage,
+    first_project,
+    group_projects,
     link_key,
     link_sessions,
+    project_order,
 )
 from .logfile import RAW_SUFFIX, ZSTD_SUFFIX, Encoding, LogContents, LogReader, encoding_of
 from .model import (
@@ -73,6 +77,7 @@ from .store import (
 from .summary import (
     SessionSummary,
     from_contents,
+    head_states,
     state_json_bytes,
     state_link_key,
     summarize,
@@ -474,11 +479,16 @@ class BackgroundScan:
 
     #: Folders per task.
     BATCH: Final = 400
+    #: A root of fewer session folders than this is not previewed: the session tree
+    #: opens every project of a root that small, so its first screen needs every log.
+    PREVIEW_UNITS: Final = 1000
 
-    def __init__(self, root: SessionRoot) -> None:
+    def __init__(self, root: SessionRoot, *, preview: bool = False) -> None:
         self.root = root
         #: The batches' tasks, in discovery order.
         self.tasks: list[Future[bytes]] = []
+        #: The previewed scan's first pass (`_head_batch_marshalled`), in discovery order.
+        self.heads: list[Future[bytes]] = []
         #: The serial scan's task (a one-log root, a directory symlink near the top).
         self.whole: Future[tuple[list[_FoundLog], list[tuple[str, str]]]] | None = None
         self._walked: list[tuple[int, int]] = []
@@ -514,24 +524,38 @@ class BackgroundScan:
                 return
             frozen = frozenset(seen)
             top = str(root.path)
+            first_pass = _head_batch_marshalled if preview and _previewable(units) else None
             for k in range(0, len(units), self.BATCH):
                 chunk = units[k : k + self.BATCH]
-                self.tasks.append(self._pool.submit(_scan_batch_marshalled, frozen, chunk, top))
+                if first_pass is not None:
+                    self.heads.append(self._pool.submit(first_pass, frozen, chunk, top))
+                else:
+                    self.tasks.append(self._pool.submit(_scan_batch_marshalled, frozen, chunk, top))
         except Exception:  # a broken or stopped pool: `result` scans here
             self._cancel()
 
     def _cancel(self) -> None:
-        for task in self.tasks:
+        for task in (*self.tasks, *self.heads):
             task.cancel()
         if self.whole is not None:
             self.whole.cancel()
-        self.tasks, self.whole = [], None
+        self.tasks, self.heads, self.whole = [], [], None
 
-    def result(self) -> list[SessionSummary]:
-        """The scan's summaries, now the root's own (waits for the pool's tasks)."""
-        tasks, whole = self.tasks, self.whole
-        self.tasks, self.whole = [], None
+    def result(
+        self, on_preview: Callable[[ScanPreview], None] | None = None
+    ) -> list[SessionSummary]:
+        """The scan's summaries, now the root's own (waits for the pool's tasks).
+
+        Args:
+            on_preview: For a scan started with `preview`, called (in this thread)
+                with the `ScanPreview` once the first project's logs are summarized,
+                before the others are.
+        """
+        tasks, whole, heads = self.tasks, self.whole, self.heads
+        self.tasks, self.whole, self.heads = [], None, []
         try:
+            if heads:
+                return self._previewed(heads, on_preview)
             if self._use_cache:
                 self._use_cache = False
                 cached, self.cached = self.cached, None
@@ -605,6 +629,269 @@ class BackgroundScan:
                         link_keys.append(state_link_key(path_str, state))
         return logs, problems, link_keys
 
+    def _previewed(
+        self, heads: list[Future[bytes]], on_preview: Callable[[ScanPreview], None] | None
+    ) -> list[SessionSummary]:
+        """`result` of a previewed scan. Its first pass is taken in as each batch is
+        done (every log's state, most of them provisional: `summary.head_states`);
+        then, first in the pool's queue, one worker works out the preview from the
+        replies as they are (`_preview_plan`) while the others summarize every
+        provisional log; the preview is shown (`on_preview`) as soon as it is back,
+        and the summaries installed once all are. Whatever fails, the serial scan
+        answers."""
+        with no_gc():
+            taken = _take_heads(heads, set(self._walked))
+            if taken is None:
+                return self.root.scan()
+            replies, paths, sids, states, provisional, problems = taken
+            pool = self._pool
+            assert pool is not None  # (the heads were submitted to it)
+            try:
+                plan = pool.submit(_preview_plan, replies) if on_preview is not None else None
+                tasks = [
+                    (part, pool.submit(_states_marshalled, [(paths[i], sids[i]) for i in part]))
+                    for part in (
+                        provisional[k : k + self.BATCH]
+                        for k in range(0, len(provisional), self.BATCH)
+                    )
+                ]
+            except Exception:  # a broken or stopped pool
+                return self.root.scan()
+            links: Links | None = None
+            if plan is not None and on_preview is not None:
+                try:
+                    planned = marshal.loads(plan.result())
+                except Exception:  # a crashed worker: no preview, the scan goes on
+                    planned = None
+                if planned is not None:
+                    links = _unpack_links(planned[0])
+                    on_preview(_preview_of(planned, links, paths, states, self.root.path))
+            heads_keys = _plain_keys(paths, states)
+            summaries: list[SessionSummary | None] = [None] * len(paths)
+            later = set(provisional)
+            _summarize_states(
+                (i for i in range(len(paths)) if i not in later), paths, states, summaries
+            )
+            if not _take_states(tasks, paths, states, summaries):
+                return self.root.scan()
+            found = [
+                (summary.path if summary is not None else Path(path), sid, summary)
+                for path, sid, summary in zip(paths, sids, summaries, strict=True)
+            ]
+            installed = self.root._install_summaries(found, problems)
+            keys = _plain_keys(paths, states)
+            if keys is not None:
+                # The second pass read the logs again: link again if a header changed.
+                if links is None or keys != heads_keys:
+                    links = link_sessions(keys)
+                self.root._install_links(installed, links)
+            return installed
+
+
+def _plain_keys(paths: list[str], states: list[Any]) -> list[LinkKey] | None:
+    """The lineage keys of logs given as plain values (`state_link_key`); None when a
+    log has no state (one to index) or a path is not plain (`_plain_path`)."""
+    if None in states or not all(map(_plain_path, paths)):
+        return None
+    return list(map(state_link_key, paths, states))
+
+
+def _take_heads(
+    tasks: list[Future[bytes]], walked: set[tuple[int, int]]
+) -> (
+    tuple[
+        list[bytes],
+        list[str],
+        list[str | None],
+        list[Any],
+        list[int],
+        list[tuple[str, str]],
+    ]
+    | None
+):
+    """A previewed scan's first pass taken in, in order, each batch as it is done: the
+    parts of its replies for `_preview_plan`, the logs' paths, layout ids and states,
+    the indices of the provisional states, and the folders that could not be listed;
+    None if a task failed or two walks met one folder (`BackgroundScan._take`'s
+    rules)."""
+    replies: list[bytes] = []
+    paths: list[str] = []
+    sids: list[str | None] = []
+    states: list[Any] = []
+    provisional: list[int] = []
+    problems: list[tuple[str, str]] = []
+    for k, task in enumerate(tasks):
+        try:
+            mine, theirs = marshal.loads(task.result())
+            logs, errors, batch_walked, batch_provisional = marshal.loads(mine)
+        except Exception:  # a crashed worker, a broken pool, a reply that does not load
+            logs = None
+        if logs is None or (-1, -1) in batch_walked or not walked.isdisjoint(batch_walked):
+            for later in tasks[k + 1 :]:
+                later.cancel()
+            return None
+        walked.update(batch_walked)
+        problems.extend(errors)
+        provisional.extend(len(paths) + i for i in batch_provisional)
+        replies.append(theirs)
+        for path, sid, state in logs:
+            paths.append(path)
+            sids.append(sid)
+            states.append(state)
+    return replies, paths, sids, states, provisional, problems
+
+
+def _take_states(
+    tasks: list[tuple[list[int], Future[bytes]]],
+    paths: list[str],
+    states: list[Any],
+    summaries: list[SessionSummary | None],
+) -> bool:
+    """Take second-pass replies (`_states_marshalled`), each as it is done, of the
+    logs at the indices each task names: their states into `states`, their summaries
+    into `summaries` (`_summarize_states`). False if a task failed (the later ones are
+    cancelled)."""
+    for k, (indices, task) in enumerate(tasks):
+        try:
+            got = marshal.loads(task.result())
+        except Exception:  # a crashed worker, a broken pool
+            for _, later in tasks[k + 1 :]:
+                later.cancel()
+            return False
+        for i, state in zip(indices, got, strict=True):
+            states[i] = state
+        _summarize_states(indices, paths, states, summaries)
+    return True
+
+
+def _summarize_states(
+    indices: Iterable[int],
+    paths: list[str],
+    states: list[Any],
+    summaries: list[SessionSummary | None],
+) -> None:
+    """The summaries of the logs at `indices` from their states (None for a log to
+    index), into `summaries`."""
+    from_state = SessionSummary.from_state
+    for i in indices:
+        state = states[i]
+        summaries[i] = None if state is None else from_state(Path(paths[i]), state)
+
+
+def _preview_plan(parts: list[bytes]) -> bytes:
+    """The first screen of a previewed scan, worked out in a pool worker from what its
+    first pass's batches gave for it (`_head_batch_marshalled`), on plain values: the
+    links of every log (`_pack_links`), every project in the session tree's order with
+    its count of root sessions (`lineage.group_projects`), the first project's logs
+    (`first_project`: what the tree opens unfolded), the exact states of those that
+    were provisional (summarized here), their short ids, and how many logs there are.
+    Marshalled; None when the logs cannot be linked from plain values, a log of the
+    first project is to be indexed, or the first project is most of the root (a
+    preview would show little sooner)."""
+    keys: list[LinkKey] = []
+    cwds: list[str | None] = []
+    sids: list[str | None] = []
+    provisional: set[int] = set()
+    for part in parts:
+        batch_keys, batch_cwds, batch_sids, batch_provisional = marshal.loads(part)
+        if batch_keys is None:
+            return marshal.dumps(None)
+        provisional.update(len(keys) + i for i in batch_provisional)
+        keys.extend(batch_keys)
+        cwds.extend(batch_cwds)
+        sids.extend(batch_sids)
+    links = link_sessions(keys)
+    in_missing = {i for kids in links.missing.values() for i in kids}
+    roots = [i for i in links.order if i not in links.parent and i not in in_missing]
+    rank = {i: r for r, i in enumerate(links.order)}
+    children: dict[int, list[int]] = {}
+    for child, parent in links.parent.items():
+        children.setdefault(parent, []).append(child)
+    for kids in children.values():
+        kids.sort(key=rank.__getitem__)  # as `build_lineage` orders them
+    by_project = group_projects(roots, links.missing.items(), cwds.__getitem__)
+    first = first_project(by_project, lambda i: children.get(i, ()))
+    if 2 * len(first) > len(keys):
+        return marshal.dumps(None)
+    projects = [
+        (cwd, sum(1 for kind, _ in by_project[cwd] if kind == "session"))
+        for cwd in sorted(by_project, key=project_order)
+    ]
+    paths = [key[3] for key in keys]
+    asked = [i for i in first if i in provisional]
+    scanned = summary_states([(paths[i], sids[i], _index_limit(paths[i])) for i in asked])
+    if None in scanned:
+        return marshal.dumps(None)
+    shorts = short_ids_of([key[0] for key in keys], paths, first)
+    states = dict(zip(asked, scanned, strict=True))
+    return marshal.dumps((_pack_links(links), projects, first, states, shorts, len(keys)))
+
+
+def _preview_of(
+    planned: Any, links: Links, paths: list[str], states: list[Any], root: Path
+) -> ScanPreview:
+    """The `ScanPreview` of a `_preview_plan` answer (`links`: its links unpacked;
+    `states`: the first pass's): the first project's summaries and their lineage
+    (`build_lineage` of those logs alone, linked as among all)."""
+    _, projects, first, scanned, shorts, total = planned
+    local = {i: k for k, i in enumerate(first)}
+    summaries = [
+        SessionSummary.from_state(Path(paths[i]), scanned[i] if i in scanned else states[i])
+        for i in first
+    ]
+    own = Links(
+        [local[i] for i in links.order if i in local],
+        {local[c]: local[p] for c, p in links.parent.items() if c in local and p in local},
+        {
+            pid: [local[i] for i in kids if i in local]
+            for pid, kids in links.missing.items()
+            if any(i in local for i in kids)
+        },
+        {local[i]: found for i, found in links.problems.items() if i in local},
+    )
+    return ScanPreview(
+        build_lineage(summaries, own),
+        {s.path: s for s in summaries},
+        [(cwd, count) for cwd, count in projects],
+        {summaries[local[i]].path: short for i, short in shorts.items()},
+        total,
+        root,
+    )
+
+
+class ScanPreview(NamedTuple):
+    """A big root's session tree before its scan ends (`BackgroundScan.result`'s
+    `on_preview`): every project, and the first one's sessions (the one the tree opens
+    unfolded) summarized exactly, linked as among all the root's logs (their headers,
+    which the scan reads first)."""
+
+    #: The first project's sessions: their lineage (its roots and missing parents).
+    lineage: Lineage
+    #: Their summaries.
+    summaries: dict[Path, SessionSummary]
+    #: Every project in the tree's order (`lineage.project_order`): its cwd (or
+    #: `lineage.NO_CWD`) and how many root sessions it holds.
+    projects: list[tuple[str, int]]
+    #: The first project's sessions' short ids (`ids.short_ids` among every log).
+    shorts: dict[Path, str]
+    #: How many logs the root holds.
+    total: int
+    #: The root's folder.
+    root: Path
+
+
+def _previewable(units: Sequence[_Found]) -> bool:
+    """Whether a scan of these units is worth previewing: a root big enough for the
+    session tree to open folded, whose first project is not most of it (the session
+    folders of no one project folder are the majority)."""
+    if len(units) < BackgroundScan.PREVIEW_UNITS:
+        return False
+    counts: dict[str, int] = {}
+    for unit in units:
+        parent = os.path.dirname(unit[1])
+        counts[parent] = counts.get(parent, 0) + 1
+    return 2 * max(counts.values()) <= len(units)
+
 
 #: What `BackgroundScan._take` gathers: (path, layout id, summary or None for a log
 #: to index) in discovery order, the folders that could not be listed, and the
@@ -667,14 +954,30 @@ def _cached_states_packed(path: str) -> bytes | None:
     if got is None:
         return None
     links = _links_of(got[0])
-    plain = None
-    if links is not None:
-        problems = {
-            i: [(p.kind.value, p.message, p.seq, p.line) for p in found]
-            for i, found in links.problems.items()
-        }
-        plain = (links.order, links.parent, links.missing, problems)
-    return marshal.dumps((got[0], got[1], plain))
+    return marshal.dumps((got[0], got[1], None if links is None else _pack_links(links)))
+
+
+def _pack_links(links: Links) -> tuple[Any, ...]:
+    """`Links` as plain values (`marshal`-able); `_unpack_links` takes them back."""
+    problems = {
+        i: [(p.kind.value, p.message, p.seq, p.line) for p in found]
+        for i, found in links.problems.items()
+    }
+    return (links.order, links.parent, links.missing, problems)
+
+
+def _unpack_links(plain: tuple[Any, ...]) -> Links:
+    """The `Links` `_pack_links` gave."""
+    order, parent, missing, problems = plain
+    return Links(
+        order,
+        parent,
+        missing,
+        {
+            i: [LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in found]
+            for i, found in problems.items()
+        },
+    )
 
 
 def _links_of(found: list[_FoundLog]) -> Links | None:
@@ -704,19 +1007,7 @@ def _plain_path(path: str) -> bool:
 def _unpack_cached(packed: bytes) -> tuple[_Listing, Links | None]:
     """What `_cached_states_packed` sent: the listing and its links, if any."""
     found, problems, plain = marshal.loads(packed)
-    if plain is None:
-        return (found, problems), None
-    order, parent, missing, link_problems = plain
-    links = Links(
-        order,
-        parent,
-        missing,
-        {
-            i: [LogProblem(ProblemKind(k), m, q, n) for k, m, q, n in found_problems]
-            for i, found_problems in link_problems.items()
-        },
-    )
-    return (found, problems), links
+    return (found, problems), None if plain is None else _unpack_links(plain)
 
 
 def _serial_states(path: str) -> tuple[list[_FoundLog], list[tuple[str, str]]]:
@@ -921,21 +1212,26 @@ class SessionRoot:
         (`parallel.start_pool`).
         """
         if self.single is None:
-            return self.scan_in_background() if start_pool() is not None else None
+            if start_pool() is None:
+                return None
+            return self.scan_in_background(preview=True)
         from .index import worth_splitting
 
         if worth_splitting(self.single):
             start_pool()
         return None
 
-    def scan_in_background(self) -> BackgroundScan:
+    def scan_in_background(self, *, preview: bool = False) -> BackgroundScan:
         """Start `scan` in the process pool; `BackgroundScan.result()` takes it in.
 
         For a caller with other work first (the CLI imports the app meanwhile): start
         the pool first (`parallel.start_pool`, before any thread), else `result`
         scans in the calling process. Nothing is forked here.
+
+        With `preview`, a big root is scanned in two passes, so that `result` can show
+        its first project before the rest is summarized (`BackgroundScan`).
         """
-        return BackgroundScan(self)
+        return BackgroundScan(self, preview=preview)
 
     def _changed(self) -> None:
         self._generation += 1
@@ -1541,6 +1837,39 @@ def _scan_batch_marshalled(
 ) -> bytes:
     """`_scan_batch`, marshalled (a `BackgroundScan` task, in a pool worker)."""
     return marshal.dumps(_scan_batch(seen, units, top))
+
+
+def _head_batch_marshalled(
+    seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None
+) -> bytes:
+    """The first pass of a previewed scan (a `BackgroundScan` task, in a pool worker):
+    the units walked as `_scan_batch` walks them and each log's `summary.head_states`
+    state. Two parts, each marshalled, in a marshalled pair: (logs, folders not listed,
+    folders walked, indices of the provisional states) for the caller, and what
+    `_preview_plan` needs of them (their lineage keys, or None if a path is not plain:
+    `_plain_path`; their cwds; their layout ids; the provisional indices), which the
+    caller hands on as it is."""
+    found, errors, walked, _ = _walk_batch(seen, units, top)
+    states, provisional = head_states([(path, sid, _index_limit(path)) for path, sid in found])
+    logs = [(path, sid, state) for (path, sid), state in zip(found, states, strict=True)]
+    plain = [(path, sid, state) for path, sid, state in logs if state is not None]
+    keys = _plain_keys([p for p, _, _ in plain], [st for _, _, st in plain])
+    if len(plain) != len(logs):
+        keys = None  # (never: `head_states` gives every log a state)
+    cwds = [None if st is None or st[2] is None else st[2][3] for st in states]  # `.cwd`
+    plan = (keys, cwds, [sid for _, sid in found], provisional)
+    return marshal.dumps((marshal.dumps((logs, errors, walked, provisional)), marshal.dumps(plan)))
+
+
+def _states_marshalled(logs: list[tuple[str, str | None]]) -> bytes:
+    """The second pass of a previewed scan (a `BackgroundScan` task, in a pool worker):
+    `summary_states` of (path, layout id) pairs, marshalled."""
+    return marshal.dumps(summary_states([(path, sid, _index_limit(path)) for path, sid in logs]))
+
+
+def _index_limit(path: str) -> int:
+    """The size from which a log is indexed rather than read whole."""
+    return ZSTD_INDEX_THRESHOLD if path.endswith(ZSTD_SUFFIX) else INDEX_THRESHOLD
 
 
 def _unmarshalled(_units: Sequence[_Found], value: object) -> Any:

@@ -15,7 +15,7 @@ import math
 import mmap
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, repeat
 from operator import attrgetter, is_
 from pathlib import Path
@@ -447,6 +447,61 @@ def summary_states(
         for batch in read_batches(logs, _path_and_limit)
         for (path, session_id, max_size), got in batch
     ]
+
+
+#: Bytes `head_states` reads from the start of a log: a header line is a few hundred
+#: bytes (one longer than this is read whole), and most logs of a wide root fit.
+HEAD_READ: Final = 1 << 16
+
+
+def head_states(
+    logs: Sequence[tuple[str, str | None, int | None]],
+) -> tuple[list[tuple[Any, ...] | None], list[int]]:
+    """For a first screen before a listing ends: each (path, session id, max size)'s
+    state as `summary_states` gives it, except that a plain log whose first line is a
+    header as dsh writes it (`codec.plain_header_values`) gets a provisional state from
+    that line alone; and the indices of the provisional states, in order.
+
+    A provisional state's id, encoding and header are the exact state's (`_scan` and
+    the full reader take the same line the same way; the V2+ seed cut, which comes
+    from the records, excepted): what `state_link_key` and a project's cwd need. Its
+    title and counts are empty, its size and mtime 0: not for showing. Anything else
+    (a zstd log, an odd or unreadable first line) is summarized whole here."""
+    states: list[tuple[Any, ...] | None] = []
+    provisional: list[int] = []
+    whole: list[int] = []
+    for k, (path, _sid, _max_size) in enumerate(logs):
+        state = None if path.endswith(ZSTD_SUFFIX) else _provisional_state(path)
+        states.append(state)
+        (whole if state is None else provisional).append(k)
+    if whole:
+        for k, state in zip(whole, summary_states([logs[k] for k in whole]), strict=True):
+            states[k] = state
+    return states, provisional
+
+
+def _provisional_state(path: str) -> tuple[Any, ...] | None:
+    """`head_states`' provisional state of a raw log, from its first `HEAD_READ`
+    bytes; None when they do not hold a plain header line (or cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            head = os.read(fd, HEAD_READ)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    first_nl = head.find(b"\n")
+    if first_nl < 0:
+        return None
+    try:
+        header = loads(head[:first_nl])
+    except orjson.JSONDecodeError:
+        return None
+    values = plain_header_values(header)
+    if values is None or _name_mismatch(os.path.basename(path), values[2]):
+        return None
+    return (values[0], RAW, values, None, 0, None, 0, False, (), 0, 0.0, None)
 
 
 def _path_and_limit(log: tuple[str, str | None, int | None]) -> tuple[str, int | None]:
