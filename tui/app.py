@@ -28,6 +28,7 @@ from turnline.core.preview import HeadPreview, head_preview, worth_previewing
 from turnline.core.root import (
     BackgroundScan,
     RootError,
+    ScanPreview,
     SessionLookupError,
     SessionRoot,
     layout_session_id,
@@ -49,6 +50,7 @@ from .messages import (
     PreviewRead,
     RootChanged,
     RootFailed,
+    RootPreviewed,
     RootScanned,
     RootSnapshot,
     SessionLoaded,
@@ -331,11 +333,15 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
                 root = self.root if self.root is not None else SessionRoot(self.path)
             with no_gc(freeze=True):  # thousands of long-lived summaries: see `no_gc`
                 if pending is not None:
-                    pending.result()
+                    pending.result(on_preview=self._post_preview)
                 else:
                     root.scan()
                 snapshot = snapshot_of(root)
         self.post_message(RootScanned(root, snapshot))
+
+    def _post_preview(self, preview: ScanPreview) -> None:
+        """Hand a scan's preview to the UI thread (called in the scan's thread)."""
+        self.post_message(RootPreviewed(preview))
 
     @work(
         thread=True,
@@ -566,6 +572,12 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             )
 
     # -- root ----------------------------------------------------------------------
+
+    @on(RootPreviewed)
+    @while_shown
+    def _on_root_previewed(self, message: RootPreviewed) -> None:
+        if self.snapshot is None:  # (a scan that ended first shows the real tree)
+            self.session_tree.show_preview(message.preview)
 
     @on(RootScanned)
     @while_shown

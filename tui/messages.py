@@ -17,7 +17,7 @@ from textual.message import Message
 from turnline.core.lineage import Lineage
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview
-from turnline.core.root import ForkResult, SessionRoot
+from turnline.core.root import ForkResult, ScanPreview, SessionRoot
 from turnline.core.summary import SessionSummary
 from turnline.core.view import SessionView, TurnTokens
 
@@ -70,6 +70,14 @@ class RootScanned(Message):
     """The root as scanned."""
     snapshot: RootSnapshot
     """Its sessions and lineage."""
+
+
+@dataclass(eq=False)
+class RootPreviewed(Message):
+    """A big root's session tree before its scan ends (`core.root.ScanPreview`)."""
+
+    preview: ScanPreview
+    """Every project, and the first one's sessions."""
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 from turnline.core.ids import WHERE, short_ids
-from turnline.core.lineage import LineageNode
+from turnline.core.lineage import LineageNode, ProjectItem, project_groups, project_order
 from turnline.core.summary import SessionSummary, counted_problems
 from turnline.core.textsafe import middle_cut
 from turnline.core.usage import UsageFold, UsageTotals, combine, compact_tokens, fold_events
@@ -25,9 +25,9 @@ from .._text import line, one_line
 from ..messages import Appended, RootSnapshot
 
 if TYPE_CHECKING:
-    from turnline.core.prices import PriceTable  # loaded when totals are first folded
+    from turnline.core.prices import PriceTable
+    from turnline.core.root import ScanPreview  # loaded when totals are first folded
 
-NO_CWD = "(no cwd)"
 #: Title width before the pane is laid out (then the pane's width decides).
 TITLE_WIDTH = 34
 #: The fewest title characters a label keeps beside the short id; below this the
@@ -55,7 +55,7 @@ def _depth(node: TreeNode[Any]) -> int:
 #: ten thousand Textual nodes with their labels cost seconds, forty cost nothing.
 EAGER_SESSIONS = 400
 
-_Item = tuple[str, "LineageNode | tuple[str, tuple[LineageNode, ...]]"]
+_Item = ProjectItem
 
 
 class TreeEntry(msgspec.Struct, frozen=True):
@@ -238,15 +238,28 @@ class SessionTree(Tree[TreeEntry]):
         self._pending_usage: list[tuple[RootSnapshot, tuple[Appended, ...]]] = []
         self._usage_generation = 0  # bumped when totals are switched off
         self._usage_folded_generation = 0
+        #: The scan's preview the tree shows (`show_preview`), until `show`.
+        self._preview: ScanPreview | None = None
 
     @property
     def snapshot(self) -> RootSnapshot | None:
-        """The snapshot the tree shows."""
-        return self._snapshot
+        """The snapshot the tree shows (None while it shows a preview)."""
+        return None if self._preview is not None else self._snapshot
+
+    @property
+    def previewing(self) -> bool:
+        """The tree shows a scan's preview (`show_preview`), not a snapshot yet."""
+        return self._preview is not None
 
     @property
     def highlighted_path(self) -> Path | None:
-        """The log under the cursor, if the cursor is on a session."""
+        """The log under the cursor, if the cursor is on a session (None while the
+        tree shows a preview: nothing is selected until the scan ends)."""
+        if self._preview is not None:
+            return None
+        return self._cursor_path()
+
+    def _cursor_path(self) -> Path | None:
         node = self.cursor_node
         if node is None or node.data is None:
             return None
@@ -257,10 +270,45 @@ class SessionTree(Tree[TreeEntry]):
         node = self._session_nodes.get(path)
         if node is None:
             project = self._project_of.get(path)
-            if project is not None and project in self._unbuilt:
+            if project is not None and project in self._unbuilt and self._buildable(project):
                 self._build_project(project)
                 node = self._session_nodes.get(path)
         return node
+
+    def show_preview(self, preview: ScanPreview) -> None:
+        """Show a big root's tree before its scan ends: every project, the first one
+        unfolded with the cursor on its first session, as `show` will show them once
+        the scan ends. Only the first project's sessions are known yet: another project
+        unfolded meanwhile waits for `show`, and nothing is selected until then
+        (`highlighted_path` is None). A tree already showing a snapshot, a filter or
+        the activity order (which needs every summary) shows no preview."""
+        if self._snapshot is not None or self._filter or self._sort != "lineage":
+            return
+        self._preview = preview
+        self._snapshot = RootSnapshot(preview.summaries, preview.lineage, preview.root)
+        self._shorts = dict(preview.shorts)
+        self._rebuild()
+        for path in self._project_of:
+            self.select_path(path, announce=False)
+            break
+
+    def _end_preview(self) -> None:
+        """Drop a preview (the next `show` draws the tree again)."""
+        if self._preview is not None:
+            self._preview = None
+            self._snapshot = None
+            self._shorts = {}
+            self.clear()
+            self._session_nodes, self._unbuilt, self._project_nodes = {}, {}, {}
+            self._project_of = {}
+
+    def _buildable(self, key: str) -> bool:
+        """Whether a project's nodes can be made now: always, but while the tree shows
+        a preview only for the project it knows the sessions of (the first one)."""
+        if self._preview is None:
+            return True
+        unbuilt = self._unbuilt.get(key)
+        return unbuilt is None or bool(unbuilt[1])
 
     def show(
         self, snapshot: RootSnapshot, *, select: Path | None = None, reveal: bool = False
@@ -274,7 +322,10 @@ class SessionTree(Tree[TreeEntry]):
         """
         if reveal and select is not None:
             self._revealed.add(select)
-        keep = select or self._target or self.highlighted_path
+        # Out of a preview: its cursor stays, and is announced (nothing was selected).
+        previewed = self._cursor_path() if self._preview is not None else None
+        self._preview = None
+        keep = select or self._target or self.highlighted_path or previewed
         self._remember_folds()
         old = self._snapshot
         self._snapshot = snapshot
@@ -288,7 +339,7 @@ class SessionTree(Tree[TreeEntry]):
             self._queue_totals(snapshot, ())
         if keep is not None:
             # A rebuild only restores the cursor; it is not the user choosing a session.
-            self.select_path(keep, announce=select is not None)
+            self.select_path(keep, announce=select is not None or keep == previewed)
 
     def on_mount(self) -> None:
         self._show_title()
@@ -348,6 +399,7 @@ class SessionTree(Tree[TreeEntry]):
         """Show sessions in lineage order or by newest activity (cursor kept)."""
         if order == self._sort:
             return
+        self._end_preview()  # its summaries cannot order by activity
         self._sort = order
         self._newest = {}
         if self._snapshot is not None:
@@ -396,7 +448,10 @@ class SessionTree(Tree[TreeEntry]):
 
     def _queue_totals(self, snapshot: RootSnapshot, appended: tuple[Appended, ...]) -> None:
         """Hand a snapshot (and the events appended since the last one) to the totals
-        worker; batches are folded in the order they came, whichever worker runs."""
+        worker; batches are folded in the order they came, whichever worker runs (not
+        a preview's: `show` hands over the scan's own)."""
+        if self._preview is not None:
+            return
         with self._pending_lock:
             self._pending_usage.append((snapshot, appended))
         self._fold_totals(self._usage_generation)
@@ -536,6 +591,7 @@ class SessionTree(Tree[TreeEntry]):
         self._filter_typed = typed  # as typed, for the "no session matches" line
         if text == self._filter:
             return
+        self._end_preview()  # its summaries cannot answer a filter
         keep = self.highlighted_path
         self._remember_folds()
         self._filter = text
@@ -679,17 +735,17 @@ class SessionTree(Tree[TreeEntry]):
         project_of: dict[Path, str] = {}
         if snapshot is None:
             return projects, project_of
-        lineage = snapshot.lineage
         needle = self._filter
-        by_project: dict[str, list[_Item]] = {}
-        for root in lineage.roots:
-            cwd = root.summary.cwd or NO_CWD
-            by_project.setdefault(cwd, []).append(("session", root))
-        for missing in lineage.missing:
-            cwd = missing.children[0].summary.cwd or NO_CWD if missing.children else NO_CWD
-            orphans = (missing.parent_id, missing.children)
-            by_project.setdefault(cwd, []).append(("missing", orphans))
-        cwds = sorted(by_project, key=lambda c: (c == NO_CWD, c))
+        by_project = project_groups(snapshot.lineage)
+        if self._preview is not None:
+            # Every project, as the scan's preview lists them; only the first one's
+            # sessions are in the snapshot (no filter: `show_preview`).
+            for cwd, count in self._preview.projects:
+                shown = by_project.get(cwd, [])
+                project_of.update(dict.fromkeys(self._shown_paths(shown), f"project:{cwd}"))
+                projects.append((cwd, shown, count))
+            return projects, project_of
+        cwds = sorted(by_project, key=project_order)
         if self._sort == "activity":
             for items in by_project.values():
                 items.sort(key=lambda item: -self._item_newest(item))
@@ -711,7 +767,8 @@ class SessionTree(Tree[TreeEntry]):
         self._unbuilt = {}
         self._project_nodes = {}
         projects, self._project_of = self._layout()
-        self._eager = len(self._project_of) <= EAGER_SESSIONS
+        total = self._preview.total if self._preview is not None else len(self._project_of)
+        self._eager = total <= EAGER_SESSIONS
         for cwd, shown, count in projects:
             key = f"project:{cwd}"
             project = self.root.add(
@@ -722,7 +779,7 @@ class SessionTree(Tree[TreeEntry]):
             )
             self._project_nodes[key] = (project, count)
             self._unbuilt[key] = (project, shown)
-            if self._unfolded(key):
+            if self._unfolded(key) and self._buildable(key):
                 self._build_project(key)
         snapshot = self._snapshot
         if not projects and self._filter and snapshot is not None and snapshot.summaries:
@@ -800,10 +857,16 @@ class SessionTree(Tree[TreeEntry]):
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[TreeEntry]) -> None:
         data = event.node.data
-        if data is not None and data.kind == "project":
-            self._build_project(f"project:{data.key}")
+        key = f"project:{data.key}" if data is not None and data.kind == "project" else None
+        if key is not None and self._buildable(key):
+            self._build_project(key)
+        elif key is not None and key in self._unbuilt and not event.node.children:
+            # A preview's project whose summaries are still being read: `show` builds it
+            # (the fold is remembered) when the scan ends.
+            event.node.add_leaf(Text("reading the logs…", style="dim italic"))
 
     def _on_tree_node_highlighted(self, event: Tree.NodeHighlighted[TreeEntry]) -> None:
         event.stop()
         data = event.node.data
-        self.post_message(self.SessionHighlighted(data.path if data is not None else None))
+        path = data.path if data is not None and self._preview is None else None
+        self.post_message(self.SessionHighlighted(path))
