@@ -1,8 +1,11 @@
 """Headless TUI probes, run in a subprocess by the benchmark (one figure per run).
 
 `python -m benchmarks.tui_probe rows LOG`   time.time() when the first timeline rows show
-`python -m benchmarks.tui_probe tree ROOT`  time.time() when the session tree has nodes
-                                            (started as `turnline ROOT` starts the app)
+`python -m benchmarks.tui_probe tree ROOT`  time.time() when the session tree is drawn
+                                            (from the scan's preview, if its lines are the
+                                            finished tree's), and when it is drawn from
+                                            the finished scan (started as `turnline ROOT`
+                                            starts the app)
 `python -m benchmarks.tui_probe live LOG N` write -> row latencies of N appended turns
 `python -m benchmarks.tui_probe floor`      time.time() when a bare Textual app (a header,
                                             a tree, a table of a few rows; no turnline)
@@ -48,17 +51,26 @@ def _tree_nodes(app: Any) -> int:
 class _Drawn:
     """Records, per widget, when its lines are drawn and what state they showed."""
 
-    def __init__(self, widget: Any, state: Any) -> None:
+    def __init__(self, widget: Any, state: Any, text: bool = False) -> None:
         self.draws: list[tuple[float, Any]] = []  # (time.time(), state when drawn)
+        #: With `text`: (state, line, its text) of each line drawn.
+        self.lines: list[tuple[Any, int, str]] = []
         original = widget.render_line
 
         def render_line(y: int) -> Any:
             strip = original(y)
             with contextlib.suppress(Exception):
-                self.draws.append((time.time(), state()))
+                now = state()
+                self.draws.append((time.time(), now))
+                if text:
+                    self.lines.append((now, y, strip.text))
             return strip
 
         widget.render_line = render_line
+
+    def last_lines(self, wanted: Any) -> dict[int, str]:
+        """Each line's text as last drawn in the state `wanted` (with `text`)."""
+        return {y: line for now, y, line in self.lines if now == wanted}
 
     def first(self, check: Any) -> float | None:
         """When a line was first drawn in a state that passes `check`."""
@@ -129,17 +141,38 @@ async def rows(path: Path) -> dict[str, Any]:
 
 
 async def tree(path: Path, scan: Any) -> dict[str, Any]:
+    """When the tree was first drawn (`shown`), and when it was first drawn from the
+    finished scan (`final`). A big root's tree is first drawn from the scan's preview
+    (`SessionTree.show_preview`: the first project's sessions summarized, the others'
+    headers read); it counts as shown only if the preview's lines are the finished
+    tree's (`same`: compared as text, line by line, as last drawn in each state)."""
     from turnline.tui import TurnlineApp
 
     app = TurnlineApp(path, scan=scan)
     async with app.run_test(size=(160, 50)):
-        # The tree counts as shown when it draws the finished scan, not a partial one.
-        # Checked on every drawn line, so it must cost nothing (counting the nodes
-        # there took a quarter of a second of the app's own thread).
+        # Checked on every drawn line, so the state must cost nothing (counting the
+        # nodes there took a quarter of a second of the app's own thread).
         tree = app.session_tree
-        drawn = _Drawn(tree, lambda: app.root is not None and bool(tree.root.children))
-        await _until(lambda: drawn.first(bool) is not None)
-        return {"shown": drawn.first(bool), "nodes": _tree_nodes(app)}
+
+        def state() -> str | None:
+            if not tree.root.children:
+                return None
+            return "final" if app.root is not None else "preview" if tree.previewing else None
+
+        drawn = _Drawn(tree, state, text=True)
+        await _until(lambda: drawn.first(lambda s: s == "final") is not None)
+        shown = drawn.first(bool)
+        final = drawn.first(lambda s: s == "final")
+        lines = {phase: drawn.last_lines(phase) for phase in ("preview", "final")}
+        previewed = bool(lines["preview"])
+        same = all(lines["final"].get(y) == text for y, text in lines["preview"].items())
+        return {
+            "shown": shown if same else final,
+            "final": final,
+            "previewed": previewed,
+            "same": same,
+            "nodes": _tree_nodes(app),
+        }
 
 
 async def floor() -> dict[str, Any]:
