@@ -528,7 +528,8 @@ class BackgroundScan:
             for k in range(0, len(units), self.BATCH):
                 chunk = units[k : k + self.BATCH]
                 if first_pass is not None:
-                    self.heads.append(self._pool.submit(first_pass, frozen, chunk, top))
+                    whole = k == 0  # (see `_head_batch_marshalled`)
+                    self.heads.append(self._pool.submit(first_pass, frozen, chunk, top, whole))
                 else:
                     self.tasks.append(self._pool.submit(_scan_batch_marshalled, frozen, chunk, top))
         except Exception:  # a broken or stopped pool: `result` scans here
@@ -1840,7 +1841,7 @@ def _scan_batch_marshalled(
 
 
 def _head_batch_marshalled(
-    seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None
+    seen: frozenset[tuple[int, int]], units: Sequence[_Found], top: str | None, whole: bool
 ) -> bytes:
     """The first pass of a previewed scan (a `BackgroundScan` task, in a pool worker):
     the units walked as `_scan_batch` walks them and each log's `summary.head_states`
@@ -1848,9 +1849,12 @@ def _head_batch_marshalled(
     folders walked, indices of the provisional states) for the caller, and what
     `_preview_plan` needs of them (their lineage keys, or None if a path is not plain:
     `_plain_path`; their cwds; their layout ids; the provisional indices), which the
-    caller hands on as it is."""
+    caller hands on as it is. With `whole`, every log is summarized whole (the first
+    batch, in discovery order: most often the first project's, which the preview then
+    need not summarize)."""
     found, errors, walked, _ = _walk_batch(seen, units, top)
-    states, provisional = head_states([(path, sid, _index_limit(path)) for path, sid in found])
+    asked = [(path, sid, _index_limit(path)) for path, sid in found]
+    states, provisional = head_states(asked, whole=whole)
     logs = [(path, sid, state) for (path, sid), state in zip(found, states, strict=True)]
     plain = [(path, sid, state) for path, sid, state in logs if state is not None]
     keys = _plain_keys([p for p, _, _ in plain], [st for _, _, st in plain])

@@ -455,7 +455,7 @@ HEAD_READ: Final = 1 << 16
 
 
 def head_states(
-    logs: Sequence[tuple[str, str | None, int | None]],
+    logs: Sequence[tuple[str, str | None, int | None]], *, whole: bool = False
 ) -> tuple[list[tuple[Any, ...] | None], list[int]]:
     """For a first screen before a listing ends: each (path, session id, max size)'s
     state as `summary_states` gives it, except that a plain log whose first line is a
@@ -466,16 +466,19 @@ def head_states(
     the full reader take the same line the same way; the V2+ seed cut, which comes
     from the records, excepted): what `state_link_key` and a project's cwd need. Its
     title and counts are empty, its size and mtime 0: not for showing. Anything else
-    (a zstd log, an odd or unreadable first line) is summarized whole here."""
+    (a zstd log, an odd or unreadable first line) is summarized whole here, and with
+    `whole` every log is."""
+    if whole:
+        return summary_states(logs), []
     states: list[tuple[Any, ...] | None] = []
     provisional: list[int] = []
-    whole: list[int] = []
+    odd: list[int] = []
     for k, (path, _sid, _max_size) in enumerate(logs):
         state = None if path.endswith(ZSTD_SUFFIX) else _provisional_state(path)
         states.append(state)
-        (whole if state is None else provisional).append(k)
-    if whole:
-        for k, state in zip(whole, summary_states([logs[k] for k in whole]), strict=True):
+        (odd if state is None else provisional).append(k)
+    if odd:
+        for k, state in zip(odd, summary_states([logs[k] for k in odd]), strict=True):
             states[k] = state
     return states, provisional
 
@@ -486,7 +489,11 @@ def _provisional_state(path: str) -> tuple[Any, ...] | None:
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            head = os.read(fd, HEAD_READ)
+            # A page first (a header is a few hundred bytes): copying a whole small log
+            # costs a fifth more.
+            head = os.read(fd, 4096)
+            if len(head) == 4096 and b"\n" not in head:
+                head += os.read(fd, HEAD_READ - 4096)
         finally:
             os.close(fd)
     except OSError:
