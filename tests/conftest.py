@@ -9,6 +9,9 @@ checks that the copy is the shared folder's, byte for byte, whenever both exist)
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,17 @@ def fixtures_root() -> Path:
     """The folder of real dsh logs."""
     assert fixture_logs()
     return FIXTURES
+
+
+@pytest.fixture
+def pool() -> Iterator[ProcessPoolExecutor]:
+    """A fresh pool, started as `cmd_open` starts it (this test process has one thread),
+    and stopped after the test: no test sees another's (maybe broken) pool."""
+    from turnline.core import parallel
+
+    parallel.stop_pool()
+    assert threading.active_count() == 1
+    started = parallel.start_pool(2)
+    assert started is not None
+    yield started
+    parallel.stop_pool()

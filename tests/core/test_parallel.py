@@ -172,18 +172,6 @@ def test_a_directory_symlink_makes_the_scan_serial(tmp_path: Path) -> None:
 # -- the scan in the process pool (what `turnline ROOT` starts before Textual loads) --
 
 
-@pytest.fixture
-def pool() -> Iterator[ProcessPoolExecutor]:
-    """A fresh pool, started as `cmd_open` starts it (this test process has one thread),
-    and stopped after the test: no test sees another's (maybe broken) pool."""
-    parallel.stop_pool()
-    assert threading.active_count() == 1
-    started = parallel.start_pool(2)
-    assert started is not None
-    yield started
-    parallel.stop_pool()
-
-
 def test_a_background_scan_gives_the_scan(tmp_path: Path, pool: ProcessPoolExecutor) -> None:
     _write_root(tmp_path, 40)
     root = SessionRoot(tmp_path)

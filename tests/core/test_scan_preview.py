@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, wait
 from pathlib import Path
 
@@ -33,15 +31,12 @@ needs_two_cores = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def pool() -> Iterator[ProcessPoolExecutor]:
-    """A fresh pool, started as `cmd_open` starts it, stopped after the test."""
-    parallel.stop_pool()
-    assert threading.active_count() == 1
-    started = parallel.start_pool(2)
-    assert started is not None
-    yield started
-    parallel.stop_pool()
+@pytest.fixture(scope="module")
+def wide_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated root of 1,200 sessions over 40 projects."""
+    from benchmarks.generate import write_wide_root
+
+    return write_wide_root(tmp_path_factory.mktemp("wide") / "wide", sessions=1200).path
 
 
 @pytest.fixture(scope="module")
@@ -107,26 +102,30 @@ def _check_preview(preview: ScanPreview, summaries: list[SessionSummary], root: 
             assert preview.summaries[summary.path] == summary
 
 
+def _previewed(path: Path) -> tuple[SessionRoot, BackgroundScan]:
+    """A root and its scan, started with a preview (a first pass of headers)."""
+    root = SessionRoot(path)
+    pending = root.scan_in_background(preview=True)
+    assert pending.heads
+    return root, pending
+
+
 @needs_two_cores
 def test_a_previewed_scan_gives_the_scan_and_shows_its_first_project(
-    tmp_path: Path, pool: ProcessPoolExecutor
+    wide_root: Path, pool: ProcessPoolExecutor
 ) -> None:
-    from benchmarks.generate import write_wide_root
-
-    wide = write_wide_root(tmp_path / "wide", sessions=1200)
-    root = SessionRoot(wide.path)
-    pending = root.scan_in_background(preview=True)
-    assert pending.heads and not pending.tasks  # a first pass of headers
+    root, pending = _previewed(wide_root)
+    assert not pending.tasks  # only the first pass, so far
     previews: list[ScanPreview] = []
     summaries = pending.result(on_preview=previews.append)
-    serial = SessionRoot(wide.path)
+    serial = SessionRoot(wide_root)
     assert summaries == serial.summaries()
     assert root.lineage() == serial.lineage()
     assert root._lineage is not None  # linked from the preview's links, not later
     assert len(previews) == 1
     preview = previews[0]
     assert 0 < len(preview.summaries) < len(summaries) // 2
-    _check_preview(preview, summaries, wide.path)
+    _check_preview(preview, summaries, wide_root)
 
 
 @needs_two_cores
@@ -137,9 +136,7 @@ def test_real_logs_preview_and_scan_as_the_serial_scan(
     logs the first pass reads whole) under a preview: the first screen and the result
     are the serial scan's."""
     monkeypatch.setattr(BackgroundScan, "PREVIEW_UNITS", 10)
-    root = SessionRoot(mixed_root)
-    pending = root.scan_in_background(preview=True)
-    assert pending.heads
+    root, pending = _previewed(mixed_root)
     previews: list[ScanPreview] = []
     summaries = pending.result(on_preview=previews.append)
     serial = SessionRoot(mixed_root)
@@ -173,19 +170,14 @@ def test_a_small_or_one_project_root_is_not_previewed(
 
 @needs_two_cores
 def test_a_previewed_scan_whose_workers_die_scans_here(
-    tmp_path: Path, pool: ProcessPoolExecutor
+    wide_root: Path, pool: ProcessPoolExecutor
 ) -> None:
-    from benchmarks.generate import write_wide_root
-
-    wide = write_wide_root(tmp_path / "wide", sessions=1100)
-    root = SessionRoot(wide.path)
-    pending = root.scan_in_background(preview=True)
-    assert pending.heads
+    _, pending = _previewed(wide_root)
     # The first pass done, the workers die idle (one killed while it writes a reply
     # hangs the standard library's pool itself, with or without a preview).
     wait(pending.heads)
     for pid in list(pool._processes):  # type: ignore[attr-defined]
         os.kill(pid, 9)
     previews: list[ScanPreview] = []
-    assert pending.result(on_preview=previews.append) == SessionRoot(wide.path).summaries()
+    assert pending.result(on_preview=previews.append) == SessionRoot(wide_root).summaries()
     assert parallel.process_pool() is None  # the broken pool is dropped

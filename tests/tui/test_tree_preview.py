@@ -4,14 +4,16 @@ until then, and no other project labelled from provisional summaries."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from turnline.core import parallel
 from turnline.core.root import BackgroundScan, ScanPreview, SessionRoot
 from turnline.core.summary import SessionSummary
@@ -48,16 +50,6 @@ class HeldScan:
 
 
 @pytest.fixture
-def pool() -> Iterator[ProcessPoolExecutor]:
-    parallel.stop_pool()
-    assert threading.active_count() == 1
-    started = parallel.start_pool(2)
-    assert started is not None
-    yield started
-    parallel.stop_pool()
-
-
-@pytest.fixture
 def wide(tmp_path: Path) -> Path:
     from benchmarks.generate import write_wide_root
 
@@ -69,20 +61,27 @@ def _lines(tree: SessionTree) -> list[str]:
     return [tree.render_line(y).text for y in range(tree.size.height)]
 
 
-def _held(root: Path) -> HeldScan:
+@contextlib.asynccontextmanager
+async def previewing(root: Path) -> AsyncIterator[tuple[TurnlineApp, Pilot[Any], HeldScan]]:
+    """The app on `root`, its scan held once its preview is drawn."""
     scan = SessionRoot(root).scan_in_background(preview=True)
     assert scan.heads  # previewed: a first pass of headers
-    return HeldScan(scan)
+    held = HeldScan(scan)
+    app = TurnlineApp(root, tz=UTC, scan=held)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 36)) as pilot:
+        tree = app.session_tree
+        await wait_for(pilot, lambda: tree.previewing and bool(tree.root.children))
+        try:
+            yield app, pilot, held
+        finally:
+            held.release()
 
 
 async def test_the_preview_draws_the_finished_trees_lines(
     wide: Path, pool: ProcessPoolExecutor
 ) -> None:
-    held = _held(wide)
-    app = TurnlineApp(wide, tz=UTC, scan=held)  # type: ignore[arg-type]
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with previewing(wide) as (app, pilot, held):
         tree = app.session_tree
-        await wait_for(pilot, lambda: tree.previewing and bool(tree.root.children))
         await pilot.pause()
         before = _lines(tree)
         # A preview selects nothing: no session is loaded, no key acts on one.
@@ -108,11 +107,8 @@ async def test_the_preview_draws_the_finished_trees_lines(
 async def test_a_project_unfolded_during_the_preview_is_built_from_the_scan(
     wide: Path, pool: ProcessPoolExecutor
 ) -> None:
-    held = _held(wide)
-    app = TurnlineApp(wide, tz=UTC, scan=held)  # type: ignore[arg-type]
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with previewing(wide) as (app, pilot, held):
         tree = app.session_tree
-        await wait_for(pilot, lambda: tree.previewing and bool(tree.root.children))
         folded = list(tree.root.children)[1]
         folded.expand()
         await wait_for(pilot, lambda: bool(folded.children))
@@ -135,11 +131,8 @@ async def test_a_project_unfolded_during_the_preview_is_built_from_the_scan(
 async def test_a_filter_typed_during_the_preview_waits_for_the_scan(
     wide: Path, pool: ProcessPoolExecutor
 ) -> None:
-    held = _held(wide)
-    app = TurnlineApp(wide, tz=UTC, scan=held)  # type: ignore[arg-type]
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with previewing(wide) as (app, pilot, held):
         tree = app.session_tree
-        await wait_for(pilot, lambda: tree.previewing and bool(tree.root.children))
         tree.set_filter("project07")
         assert not tree.previewing and not tree.root.children  # provisional: not filtered
         held.release()
