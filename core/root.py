@@ -475,6 +475,13 @@ class BackgroundScan:
     listed from the catalog's summary cache instead, in one task: each entry is
     checked against its log's (device, inode, size, mtime) and whatever changed is
     re-read, so the result is still the scan's.
+
+    With `preview` (the app's scan), a root of `PREVIEW_UNITS` session folders or
+    more, none of its top folders holding most of them, is scanned in two passes:
+    headers first (`_head_batch_marshalled`), then the first screen worked out on one
+    worker (`_preview_plan`) while the others summarize the rest (`_states_marshalled`);
+    `result` hands the first screen to its `on_preview` (a `ScanPreview`) before it
+    installs the summaries, which are the one-pass scan's.
     """
 
     #: Folders per task.
@@ -1209,8 +1216,8 @@ class SessionRoot:
         a root, the process pool and the scan in it (`scan_in_background`); for one
         log big enough to be indexed in two halves (`index.worth_splitting`), the pool
         alone, so its load takes the second half there as a headless command does.
-        Returns the scan started, if any. Nothing starts with fewer than two cores
-        (`parallel.start_pool`).
+        Returns the scan started, if any (for a big root, previewed: `BackgroundScan`).
+        Nothing starts with fewer than two cores (`parallel.start_pool`).
         """
         if self.single is None:
             if start_pool() is None:
