@@ -643,7 +643,7 @@ class BackgroundScan:
         """`result` of a previewed scan. Its first pass is taken in as each batch is
         done (every log's state, most of them provisional: `summary.head_states`);
         then, first in the pool's queue, one worker works out the preview from the
-        replies as they are (`_preview_plan`) while the others summarize every
+        parts of the replies meant for it (`_preview_plan`) while the others summarize every
         provisional log; the preview is shown (`on_preview`) as soon as it is back,
         and the summaries installed once all are. Whatever fails, the serial scan
         answers."""
@@ -651,11 +651,11 @@ class BackgroundScan:
             taken = _take_heads(heads, set(self._walked))
             if taken is None:
                 return self.root.scan()
-            replies, paths, sids, states, provisional, problems = taken
+            parts, paths, sids, states, provisional, problems = taken
             pool = self._pool
             assert pool is not None  # (the heads were submitted to it)
             try:
-                plan = pool.submit(_preview_plan, replies) if on_preview is not None else None
+                plan = pool.submit(_preview_plan, parts) if on_preview is not None else None
                 tasks = [
                     (part, pool.submit(_states_marshalled, [(paths[i], sids[i]) for i in part]))
                     for part in (
@@ -722,7 +722,7 @@ def _take_heads(
     the indices of the provisional states, and the folders that could not be listed;
     None if a task failed or two walks met one folder (`BackgroundScan._take`'s
     rules)."""
-    replies: list[bytes] = []
+    parts: list[bytes] = []
     paths: list[str] = []
     sids: list[str | None] = []
     states: list[Any] = []
@@ -741,12 +741,12 @@ def _take_heads(
         walked.update(batch_walked)
         problems.extend(errors)
         provisional.extend(len(paths) + i for i in batch_provisional)
-        replies.append(theirs)
+        parts.append(theirs)
         for path, sid, state in logs:
             paths.append(path)
             sids.append(sid)
             states.append(state)
-    return replies, paths, sids, states, provisional, problems
+    return parts, paths, sids, states, provisional, problems
 
 
 def _take_states(
@@ -860,7 +860,7 @@ def _preview_of(
     return ScanPreview(
         build_lineage(summaries, own),
         {s.path: s for s in summaries},
-        [(cwd, count) for cwd, count in projects],
+        projects,
         {summaries[local[i]].path: short for i, short in shorts.items()},
         total,
         root,
@@ -1863,10 +1863,7 @@ def _head_batch_marshalled(
     asked = [(path, sid, _index_limit(path)) for path, sid in found]
     states, provisional = head_states(asked, whole=whole)
     logs = [(path, sid, state) for (path, sid), state in zip(found, states, strict=True)]
-    plain = [(path, sid, state) for path, sid, state in logs if state is not None]
-    keys = _plain_keys([p for p, _, _ in plain], [st for _, _, st in plain])
-    if len(plain) != len(logs):
-        keys = None  # (never: `head_states` gives every log a state)
+    keys = _plain_keys([path for path, _ in found], states)
     cwds = [None if st is None or st[2] is None else st[2][3] for st in states]  # `.cwd`
     plan = (keys, cwds, [sid for _, sid in found], provisional)
     return marshal.dumps((marshal.dumps((logs, errors, walked, provisional)), marshal.dumps(plan)))

@@ -467,9 +467,15 @@ def head_states(
     from the records, excepted): what `state_link_key` and a project's cwd need. Its
     title and counts are empty, its size and mtime 0: not for showing. Anything else
     (a zstd log, an odd or unreadable first line) is summarized whole here, and with
-    `whole` every log is."""
+    `whole` every log is, but one to index (`summary_states` gives it none), which
+    gets a provisional state too when it has one."""
     if whole:
-        return summary_states(logs), []
+        exact = summary_states(logs)
+        big = [k for k, state in enumerate(exact) if state is None]
+        for k in big:
+            path = logs[k][0]
+            exact[k] = None if path.endswith(ZSTD_SUFFIX) else _provisional_state(path)
+        return exact, [k for k in big if exact[k] is not None]
     states: list[tuple[Any, ...] | None] = []
     provisional: list[int] = []
     odd: list[int] = []

@@ -78,6 +78,24 @@ def test_a_provisional_state_is_the_exact_states_header(mixed_root: Path) -> Non
         assert state[3:9] == (None, 0, None, 0, False, ()), path  # nothing to show
 
 
+def test_a_log_to_index_in_a_whole_batch_still_gives_its_header(mixed_root: Path) -> None:
+    """A first batch is summarized whole, but a log big enough to index has no whole
+    summary there: its header line stands in (so the preview's lineage has it), as in
+    any other batch."""
+    logs = [(path, sid, 1) for path, sid, _ in _logs(mixed_root)]  # every log "big"
+    states, provisional = head_states(logs, whole=True)
+    quick, quick_provisional = head_states(logs)
+    assert provisional == quick_provisional and provisional
+    for k in provisional:
+        assert states[k] == quick[k]
+    exact = summary_states([(path, sid, None) for path, sid, _ in logs])
+    for k in provisional:
+        path = logs[k][0]
+        state, truth = states[k], exact[k]
+        assert state is not None and truth is not None
+        assert state_link_key(path, state) == state_link_key(path, truth), path
+
+
 def _check_preview(preview: ScanPreview, summaries: list[SessionSummary], root: Path) -> None:
     """The preview is exactly what the finished scan gives the tree's first screen."""
     lineage: Lineage = SessionRoot(root).lineage()

@@ -49,11 +49,12 @@ class HeldScan:
         self.gate.set()
 
 
-@pytest.fixture
-def wide(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated root of 1,200 sessions over 40 projects (only read here)."""
     from benchmarks.generate import write_wide_root
 
-    return write_wide_root(tmp_path / "wide", sessions=1200).path
+    return write_wide_root(tmp_path_factory.mktemp("wide") / "wide", sessions=1200).path
 
 
 def _lines(tree: SessionTree) -> list[str]:

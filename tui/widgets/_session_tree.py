@@ -25,8 +25,8 @@ from .._text import line, one_line
 from ..messages import Appended, RootSnapshot
 
 if TYPE_CHECKING:
-    from turnline.core.prices import PriceTable
-    from turnline.core.root import ScanPreview  # loaded when totals are first folded
+    from turnline.core.prices import PriceTable  # loaded when totals are first folded
+    from turnline.core.root import ScanPreview
 
 #: Title width before the pane is laid out (then the pane's width decides).
 TITLE_WIDTH = 34
@@ -325,7 +325,7 @@ class SessionTree(Tree[TreeEntry]):
         # Out of a preview: its cursor stays, and is announced (nothing was selected).
         previewed = self._cursor_path() if self._preview is not None else None
         self._preview = None
-        keep = select or self._target or self.highlighted_path or previewed
+        keep = select or self._target or self.highlighted_path
         self._remember_folds()
         old = self._snapshot
         self._snapshot = snapshot
