@@ -147,12 +147,25 @@ class Row:
         return "n/a" if self.ok is None else ("PASS" if self.ok else "FAIL")
 
 
-def timed(cmd: list[str], runs: int = 3, **kw: object) -> tuple[float, int, str]:
-    """Median wall seconds, max peak RSS (KiB) and the last stdout of `cmd`."""
+def cold_index(env: dict[str, str] | None = None) -> None:
+    """Forget the indexes turnline keeps of big logs (`core.indexcache`, under the
+    `$XDG_CACHE_HOME` of `env`, else of this process): the next command indexes cold."""
+    base = (os.environ if env is None else env).get("XDG_CACHE_HOME")
+    if base:
+        shutil.rmtree(Path(base) / "turnline" / "index", ignore_errors=True)
+
+
+def timed(
+    cmd: list[str], runs: int = 3, *, warm: bool = False, **kw: object
+) -> tuple[float, int, str]:
+    """Median wall seconds, max peak RSS (KiB) and the last stdout of `cmd`; each run
+    cold (no kept index, `cold_index`) unless `warm`."""
     walls: list[float] = []
     rss = 0
     out = ""
     for _ in range(runs):
+        if not warm:
+            cold_index(kw.get("env"))  # type: ignore[arg-type]
         with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
             start = time.perf_counter()
             proc = subprocess.run(
@@ -170,15 +183,23 @@ def timed(cmd: list[str], runs: int = 3, **kw: object) -> tuple[float, int, str]
     return statistics.median(walls), rss, out
 
 
-def timed_together(cmds: dict[str, list[str]], runs: int = 3) -> dict[str, tuple[float, int, str]]:
+def timed_together(
+    cmds: dict[str, list[str]], runs: int = 3, warm: dict[str, dict[str, str]] | None = None
+) -> dict[str, tuple[float, int, str]]:
     """`timed` for several commands, run in turns (a, b, c, a, b, c, ...): this VM's
-    speed drifts over seconds, and a figure and its baseline must see the same drift."""
+    speed drifts over seconds, and a figure and its baseline must see the same drift.
+    The commands named in `warm` run in the environment it gives them and keep their
+    indexes between runs; the others are cold."""
+    warm = warm or {}
     walls: dict[str, list[float]] = {name: [] for name in cmds}
     rss: dict[str, int] = dict.fromkeys(cmds, 0)
     outs: dict[str, str] = dict.fromkeys(cmds, "")
     for _ in range(runs):
         for name, cmd in cmds.items():
-            wall, peak, out = timed(cmd, runs=1)
+            if name in warm:
+                wall, peak, out = timed(cmd, runs=1, warm=True, env=warm[name])
+            else:
+                wall, peak, out = timed(cmd, runs=1)
             walls[name].append(wall)
             rss[name] = max(rss[name], peak)
             outs[name] = out
@@ -234,9 +255,20 @@ def bench_show(inputs: list[Input], rows: list[Row]) -> None:
         cmds[f"msgspec{k}"] = [PYTHON, str(floor), str(inp.path)]
         cmds[f"cores{k}"] = [PYTHON, str(cores_floor), str(inp.path)]
         cmds[f"show{k}"] = [TURNLINE, "show", "--json", str(inp.path)]
+        # The same again, its index kept from the run before (`core.indexcache`), in
+        # a cache folder of its own (the cold runs empty theirs).
+        cmds[f"again{k}"] = [TURNLINE, "show", "--json", str(inp.path)]
         if inp.zst is not None:
             cmds[f"zstd{k}"] = [TURNLINE, "show", "--json", str(inp.zst)]
-    got = timed_together(cmds)
+    kept_in = Path(tempfile.mkdtemp(prefix="turnline-bench-kept-"))
+    kept = {**os.environ, "XDG_CACHE_HOME": str(kept_in)}
+    warm = {f"again{k}": kept for k in range(len(inputs))}
+    for name, env in warm.items():
+        timed(cmds[name], runs=1, warm=True, env=env)  # keeps its index
+    try:
+        got = timed_together(cmds, warm=warm)
+    finally:
+        shutil.rmtree(kept_in, ignore_errors=True)
     per: list[list[Row]] = []
     first_turns: list[object] | None = None
     for k, inp in enumerate(inputs):
@@ -261,6 +293,19 @@ def bench_show(inputs: list[Input], rows: list[Row]) -> None:
                 f"{show_s / naive_s:.2f}× naive",
                 "≤ 0.5× naive",
                 not differ and show_s <= 0.5 * naive_s,
+            )
+        )
+        again_s, _, again_out = got[f"again{k}"]
+        same = again_out == out
+        out_rows.append(
+            Row(
+                f"big log show --json again (index kept){lab}"
+                + ("" if same else " (ANSWER DIFFERS FROM COLD)"),
+                fmt_s(again_s),
+                f"naive {fmt_s(naive_s)}; cold {fmt_s(show_s)}",
+                f"{again_s / naive_s:.2f}× naive",
+                "≤ 0.5× naive",
+                same and again_s <= 0.5 * naive_s,
             )
         )
         floor_s = got[f"msgspec{k}"][0]
@@ -377,6 +422,7 @@ def probe(
 ) -> dict[str, object] | str:
     """Run a headless TUI probe; its JSON result, or why it could not run."""
     args = [] if target is None else [str(target)]
+    cold_index(env)
     try:
         proc = subprocess.run(
             [PYTHON, "-m", "benchmarks.tui_probe", mode, *args, *extra],
@@ -666,6 +712,7 @@ def bench_fork(big: Path, rows: list[Row], label: str = "") -> None:
     from turnline.core.root import SessionRoot
 
     before = hashlib.sha256(big.read_bytes()).hexdigest()
+    cold_index()
     root = SessionRoot(big.parent)
     summary = root.resolve(str(big))
     loaded = root.load(summary)  # the session is open, as in the TUI
@@ -674,6 +721,7 @@ def bench_fork(big: Path, rows: list[Row], label: str = "") -> None:
     took = time.perf_counter() - start
     after = hashlib.sha256(big.read_bytes()).hexdigest()
     floor, fsync = copy_floor(big, result.bytes_written)
+    cold_index()
     cold_start = time.perf_counter()
     SessionRoot(big.parent).fork(str(big), loaded.turn_ends[-1])
     cold = time.perf_counter() - cold_start
@@ -810,6 +858,9 @@ def main() -> None:
     events = 100_000 if args.quick else 1_000_000
     sessions = 1_000 if args.quick else 10_000
     work = Path(tempfile.mkdtemp(prefix="turnline-bench-"))
+    # Every command keeps its caches here, not in the user's ~/.cache; each figure
+    # but the one that says so runs with no kept index (`cold_index`).
+    os.environ["XDG_CACHE_HOME"] = str(work / "xdg-cache")
     rows: list[Row] = []
     try:
         started = time.perf_counter()

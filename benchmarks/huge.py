@@ -89,6 +89,9 @@ def _read_once(path: Path) -> float:
 
 
 def _run_probe(log: Path) -> dict[str, Any] | str:
+    from benchmarks.__main__ import cold_index
+
+    cold_index()
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.huge", "probe", str(log)],
         capture_output=True,

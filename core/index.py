@@ -405,6 +405,7 @@ class _Indexer:
         self.progress = progress
         self.cancel = cancel
         self.header: SessionHeader | None = None
+        self.header_line = b""  # the header's line, as `take_header` took it
         self.problems: list[LogProblem] = []
         self.tail_problem: LogProblem | None = None
         self.offset = 0
@@ -1009,6 +1010,7 @@ class _Indexer:
     def take_header(self, line: bytes) -> bool:
         """LogReader._consume_header: False if the log cannot be read as a session."""
         self.line += 1
+        self.header_line = line
         try:
             obj = loads(line)
         except orjson.JSONDecodeError:
@@ -2093,8 +2095,22 @@ def index_log(
     Raises:
         IndexCancelled: `cancel` was set.
     """
+    return indexed_with_state(path, session_id, progress, cancel, block_size)[0]
+
+
+def indexed_with_state(
+    path: Path,
+    session_id: str | None,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    block_size: int = BLOCK_SIZE,
+) -> tuple[IndexedSession, _Indexer | None, os.stat_result | None]:
+    """`index_log`, with the indexer it finished with (None if the log has no usable
+    header) and the file's stat taken before it was read (None if it could not be
+    opened): what `core.indexcache` keeps."""
     ix = _Indexer(path, progress, cancel, block_size)
     mtime = 0.0
+    st: os.stat_result | None = None
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
@@ -2125,8 +2141,8 @@ def index_log(
     if ix.header is None:
         # No usable header: nothing to index, and LogReader's rules for a broken or
         # unfinished first line are the ones to show. Such a log holds no events.
-        return _from_full_read(path, session_id, mtime)
-    return _result(ix, path, session_id, mtime)
+        return _from_full_read(path, session_id, mtime), None, st
+    return _result(ix, path, session_id, mtime), ix, st
 
 
 def index_prefix(path: Path, data: bytes) -> IndexedSession | None:

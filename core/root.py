@@ -1252,9 +1252,9 @@ class SessionRoot:
         summary = summarize_small(path, sid, limit)
         if summary is not None:
             return summary
-        from .index import index_log
+        from .indexcache import cached_index
 
-        indexed = index_log(path, session_id=sid)
+        indexed = cached_index(path, session_id=sid)
         self._indexes[path] = indexed
         return indexed.summary
 
@@ -1453,11 +1453,12 @@ class SessionRoot:
         progress: Progress | None,
         cancel: threading.Event | None,
     ) -> LoadedSession:
-        from .index import LazyEvents, index_log
+        from .index import LazyEvents
+        from .indexcache import cached_index
 
         indexed = self._indexes.pop(summary.path, None)
         if indexed is None or not _unchanged(indexed):
-            indexed = index_log(
+            indexed = cached_index(
                 summary.path, session_id=summary.id, progress=progress, cancel=cancel
             )
         self._indexes[summary.path] = indexed

@@ -170,6 +170,35 @@ def _reason(data: Any) -> tuple[str, str | None]:
     return "unknown", None
 
 
+class OpenTurnState(msgspec.Struct, array_like=True, gc=False):
+    """A turn still being built (`TimelineBuilder.state`)."""
+
+    number: int
+    first_seq: int
+    start_seq: int | None
+    started: int | float | None
+    steps: int
+    tools: list[str]
+    user: str
+    inbox_user: str
+    assistant: str
+    counted: bool
+
+
+class BuilderState(msgspec.Struct, array_like=True):
+    """A `TimelineBuilder`'s whole state as plain typed values (`TimelineBuilder.state`)."""
+
+    seed_length: int
+    turns: list[Turn]
+    titles: list[tuple[int, str]]
+    first_user: tuple[int, str] | None
+    end_seed: int | None
+    turn_ends: list[int]
+    current: OpenTurnState | None
+    lead_in: int
+    counted: bool
+
+
 class _TurnBuilder:
     def __init__(self, number: int, first_seq: int) -> None:
         self.number = number
@@ -332,6 +361,60 @@ class TimelineBuilder:
         twin._lead_in = self._lead_in
         twin._counted = self._counted
         return twin
+
+    def state(self) -> BuilderState:
+        """Everything this builder holds, as plain typed values (`from_state` undoes it):
+        what `core.indexcache` keeps of a big log between runs."""
+        current = self._current
+        return BuilderState(
+            self.seed_length,
+            list(self._turns),
+            list(self._titles),
+            self._first_user,
+            self._end_seed,
+            list(self._turn_ends),
+            None
+            if current is None
+            else OpenTurnState(
+                current.number,
+                current.first_seq,
+                current.start_seq,
+                current.started,
+                current.steps,
+                list(current.tools),
+                current.user,
+                current.inbox_user,
+                current.assistant,
+                current.counted,
+            ),
+            self._lead_in,
+            self._counted,
+        )
+
+    @classmethod
+    def from_state(cls, state: BuilderState) -> TimelineBuilder:
+        """The builder `state` was taken from, in the state it was in."""
+        builder = cls(state.seed_length)
+        builder._turns = list(state.turns)
+        builder._titles = list(state.titles)
+        builder._first_user = state.first_user
+        builder._end_seed = state.end_seed
+        builder._turn_ends = list(state.turn_ends)
+        open_turn = state.current
+        if open_turn is not None:
+            current = _TurnBuilder(open_turn.number, open_turn.first_seq)
+            current.start_seq = open_turn.start_seq
+            current.started = open_turn.started
+            current.steps = open_turn.steps
+            current.tools = list(open_turn.tools)
+            current.user = open_turn.user
+            current.inbox_user = open_turn.inbox_user
+            current.assistant = open_turn.assistant
+            current.counted = open_turn.counted
+            builder._current = current
+        builder._lead_in = state.lead_in
+        builder._counted = state.counted
+        return builder
 
     def starting_at(self, lead_in: int) -> TimelineBuilder:
         """A fresh builder (same seed length) for the events from seq `lead_in` on,

@@ -2,7 +2,8 @@
 
 - config: `$XDG_CONFIG_HOME/turnline/` (default `~/.config/turnline/`): `config.toml`
   (e.g. the resume command), `prices.toml` (the user's price table);
-- cache: `$XDG_CACHE_HOME/turnline/` (default `~/.cache/turnline/`): the catalog.
+- cache: `$XDG_CACHE_HOME/turnline/` (default `~/.cache/turnline/`): the catalogs, and
+  `index/`, the kept indexes of big logs (`core.indexcache`).
 
 A relative `$XDG_*_HOME` is ignored, as the specification says.
 """

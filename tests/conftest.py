@@ -55,6 +55,17 @@ def fixture_logs() -> list[Path]:
     return logs
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every test, and every command a test runs, keeps its caches (the kept indexes of
+    big logs, `core.indexcache`; catalogs) in one folder of this run, never in the
+    user's `~/.cache`. A test that needs a cache of its own sets `$XDG_CACHE_HOME` too."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def fixtures_root() -> Path:
     """The folder of real dsh logs."""
