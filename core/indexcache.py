@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -77,9 +78,13 @@ class _Entry(msgspec.Struct, array_like=True):
 
     schema: int
     code: str
-    path: str
+    #: The log's absolute path, as the file system spells it.
+    path: bytes
     #: (device, inode, size, mtime ns, ctime ns) of the log, taken before it was read.
     identity: tuple[int, int, int, int, int]
+    #: The inode's generation (`_generation`), None where the file system has none.
+    generation: int | None
+    block_size: int
     #: When the read began (ns since the epoch; see `RACY_NS`).
     read_at: int
     encoding: str
@@ -97,6 +102,7 @@ class _Entry(msgspec.Struct, array_like=True):
     anchor_skip: list[int]
     increasing: bool
     utf8: bool
+    stopped: bool
     last_line: bytes | None
 
 
@@ -121,9 +127,48 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _path_bytes(path: Path) -> bytes:
+    return os.fsencode(os.path.abspath(path))
+
+
 def _entry_file(path: Path) -> Path:
-    key = hashlib.blake2b(os.fsencode(os.path.abspath(path)), digest_size=16).hexdigest()
+    key = hashlib.blake2b(_path_bytes(path), digest_size=16).hexdigest()
     return index_dir() / f"{key}.idx"
+
+
+def _ioctl_getversion() -> int | None:
+    """Linux's FS_IOC_GETVERSION, `_IOR('v', 1, long)`, on the architectures whose ioctl
+    numbers have the generic layout; None elsewhere."""
+    import platform
+    import struct
+
+    if sys.platform != "linux" or platform.machine() not in _GENERIC_IOCTL:
+        return None
+    return (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
+
+
+_GENERIC_IOCTL: Final = frozenset(
+    {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "armv7l", "riscv64", "s390x"}
+)
+
+
+def _generation(fd: int) -> int | None:
+    """The generation of the open file's inode: a number the file system changes when it
+    gives a freed inode number to a new file (ext4, XFS, Btrfs, tmpfs). A log rewritten
+    by renaming a new file over it can get its old inode number back (seen here after
+    two rewrites), never its generation. None where it cannot be read."""
+    request = _ioctl_getversion()
+    if request is None:
+        return None
+    import array
+    import fcntl
+
+    buf = array.array("l", [0])
+    try:
+        fcntl.ioctl(fd, request, buf, True)
+    except OSError:
+        return None
+    return int(buf[0])
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -146,7 +191,7 @@ def cached_index(
     """`index.index_log(path, ...)`, from the cache where the log allows (see the module
     docstring); the entry is written or refreshed after any read."""
     entry_file = _entry_file(path)
-    entry = _read_entry(entry_file, path)
+    entry = _read_entry(entry_file, path, block_size)
     read_at = time.time_ns()
     if entry is not None:
         reused = _reuse(entry, path, session_id, progress, cancel, block_size)
@@ -163,7 +208,7 @@ def cached_index(
     return indexed
 
 
-def _read_entry(entry_file: Path, path: Path) -> _Entry | None:
+def _read_entry(entry_file: Path, path: Path, block_size: int) -> _Entry | None:
     try:
         data = entry_file.read_bytes()
     except OSError:
@@ -175,7 +220,8 @@ def _read_entry(entry_file: Path, path: Path) -> _Entry | None:
     if (
         entry.schema != SCHEMA
         or entry.code != _code_fingerprint()
-        or entry.path != os.path.abspath(path)
+        or entry.path != _path_bytes(path)
+        or entry.block_size != block_size
     ):
         return None
     return entry
@@ -202,7 +248,8 @@ def _reuse(
         offset = entry.counts[3]
         if identity[:2] != old[:2] or st.st_size < old[2] or offset > old[2]:
             return None
-        if _tail(fd, offset) != entry.tail:
+        generation = _generation(fd)
+        if generation != entry.generation or _tail(fd, offset) != entry.tail:
             return None
         if identity == old:
             if old[3] + RACY_NS > entry.read_at:
@@ -213,10 +260,15 @@ def _reuse(
             if progress is not None:
                 progress(1.0)
             return _result(ix, path, session_id, st.st_mtime), None, st
-        if entry.encoding != Encoding.RAW.value or st.st_size == old[2]:
-            return None  # a zstd log's frames are not resumed; a same-size change is odd
+        if (
+            entry.encoding != Encoding.RAW.value  # a zstd log's frames are not resumed
+            or st.st_size == old[2]  # the same size, yet changed: not an append
+            or generation is None  # the inode may be another file's (see `_generation`)
+            or entry.stopped  # the stop's line and problem hold only at the end
+        ):
+            return None
         ix = _restored(entry, path, progress, cancel, block_size)
-        if ix is None or ix.stopped:
+        if ix is None:
             return None
         ix.tail_problem = None  # a torn last line then may be whole now: read it again
         ix._size = max(st.st_size, 1)
@@ -260,17 +312,23 @@ def _restored(
     ix.anchor_skip = list(entry.anchor_skip)
     ix.increasing = entry.increasing
     ix.utf8 = entry.utf8
+    ix.stopped = entry.stopped
     ix.last_line = entry.last_line
     return ix
 
 
 def _store(entry_file: Path, path: Path, ix: _Indexer, st: os.stat_result, read_at: int) -> None:
-    """Keep `ix` (the indexer that read `path`, as `st` stats it) as its entry."""
+    """Keep `ix` (the indexer that read `path`, as `st` stats it) as its entry, if the
+    file at `path` is still that one."""
     if any(p.kind is ProblemKind.UNREADABLE for p in ix.problems):
         return  # a read failed part way: the state is not the log's
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                return  # replaced since it was read
+            generation = _generation(fd)
             tail = _tail(fd, ix.offset)
         finally:
             os.close(fd)
@@ -279,8 +337,10 @@ def _store(entry_file: Path, path: Path, ix: _Indexer, st: os.stat_result, read_
     entry = _Entry(
         SCHEMA,
         _code_fingerprint(),
-        os.path.abspath(path),
+        _path_bytes(path),
         _identity(st),
+        generation,
+        ix.block_size,
         read_at,
         ix.encoding.value,
         tail,
@@ -296,9 +356,14 @@ def _store(entry_file: Path, path: Path, ix: _Indexer, st: os.stat_result, read_
         ix.anchor_skip,
         ix.increasing,
         ix.utf8,
+        ix.stopped,
         ix.last_line,
     )
-    _write_atomic(entry_file, _encode(entry))
+    try:
+        data = _encode(entry)
+    except (UnicodeEncodeError, msgspec.EncodeError, OverflowError):
+        return  # text msgpack cannot hold: a lone surrogate (a \ud83d escape alone)
+    _write_atomic(entry_file, data)
 
 
 def _write_atomic(entry_file: Path, data: bytes) -> None:

@@ -16,11 +16,11 @@ import zstandard
 from turnline.core import indexcache
 from turnline.core.index import IndexedSession, index_log
 from turnline.core.indexcache import cached_index, index_dir
-from turnline.core.model import ProblemKind
 from turnline.core.root import SessionRoot
 
 from ..conftest import FIXTURES, fixture_logs
 from ..dshgen.migrate import twin_root
+from .disk_logs import event, turn_records
 from .test_index import BAD_CASES, assert_same, full_read
 
 #: An hour: a log this old is past the racy window (`indexcache.RACY_NS`).
@@ -142,19 +142,20 @@ def test_a_grown_log_resumes_where_its_index_stopped(
             log = tmp_path / "logs" / f"s{k:04d}" / src.name
             log.parent.mkdir(parents=True)
             log.write_bytes(data[:cut])
-            cached_index(log, block_size=4096 if k % 2 else indexcache.BLOCK_SIZE)
+            block = 4096 if k % 2 else indexcache.BLOCK_SIZE
+            part = cached_index(log, block_size=block)
             with open(log, "ab") as fh:
                 fh.write(data[cut:])
             before = reads.count
-            got = cached_index(log)
-            fresh = index_log(log)
+            got = cached_index(log, block_size=block)
+            fresh = index_log(log, block_size=block)
             assert_identical(got, fresh)
             if reads.count == before:
                 resumed += 1
             elif fresh.header is not None and data.index(b"\n") < cut < len(data):
-                # only a log stopped at a bad line is read again from the start (one
-                # that did not grow was just written: see the racy rule)
-                assert any(p.kind is not ProblemKind.TORN_TAIL for p in got.problems), src
+                # only a log stopped at a bad line (a problem says where) is read again
+                # from the start (one that did not grow was just written: the racy rule)
+                assert part.problems, src
     assert resumed > k // 2
     # The resumed index of a whole log is the full reader's too.
     sample = next(p for p in fixture_logs() if p.suffix == ".jsonl" and p.stat().st_size > 20_000)
@@ -366,3 +367,136 @@ def test_the_root_loads_a_big_log_from_the_cache_the_second_time(
     assert_identical(grown.index, index_log(big.path))
     full = full_read(big.path)
     assert grown.timeline == full.timeline and grown.summary == full.summary
+
+
+def _lines(records: list[dict[str, object]]) -> bytes:
+    from .test_index import _line
+
+    return b"".join(_line(r) for r in records)
+
+
+def _grown(tmp_path: Path, name: str, first: bytes, more: bytes) -> tuple[Path, IndexedSession]:
+    """The log `first` indexed (and kept), then `more` appended: the log and the index
+    `cached_index` then gives."""
+    log = tmp_path / name / "session.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(first)
+    cached_index(log)
+    with open(log, "ab") as fh:
+        fh.write(more)
+    return log, cached_index(log)
+
+
+def test_a_log_stopped_at_a_bad_line_is_read_again_when_it_grows(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index stopped at a bad line (its problem names that line, and whether a
+    turn/end follows decides torn or corrupt): a log that grew after it is read again
+    from the start, and reports the line and problem a fresh index does."""
+    from .test_index import HEADER, _turns
+
+    reads = Reads(monkeypatch)
+    base = _lines([HEADER, *_turns(2)])
+    bad = b'{"type":"step/start","seq":8,"ti\n'
+    cases = {
+        "corrupt, grown": (base + bad + _lines(turn_records(9, 3)), _lines(turn_records(13, 4))),
+        "torn, then a turn/end": (base + bad, _lines(turn_records(9, 3))),
+        "garbage, then plain lines": (
+            base + b"not json at all}\n" + _lines([event(9, "step/start", turn=3, step=1)]),
+            _lines([event(10, "request/context", turn=3)]),
+        ),
+    }
+    for k, (first, more) in enumerate(cases.values()):
+        log, got = _grown(tmp_path, f"c{k}", first, more)
+        fresh = index_log(log)
+        assert fresh.problems, k
+        assert_identical(got, fresh)
+        assert reads.count == 2 * (k + 1)
+
+
+def test_text_msgpack_cannot_hold_and_a_path_that_is_not_utf8_are_no_error(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A title holding a lone surrogate (JSON's `\\ud83d` escape alone, which dsh's
+    JSON.stringify can write) is not kept, and the log is indexed as without a cache;
+    a log in a folder whose name is not UTF-8 is kept and taken back."""
+    from .test_index import HEADER, _turns
+
+    reads = Reads(monkeypatch)
+    title = b'{"type":"session/title","seq":4,"time":5,"data":{"title":"half \\ud83d emoji"}}\n'
+    body = _lines([HEADER, *_turns(1)]) + title + _lines(turn_records(5, 2))
+    log = tmp_path / "s" / "session.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(body)
+    _age(log)
+    got = cached_index(log)
+    assert got.timeline.title == "half \ud83d emoji"
+    assert_identical(got, index_log(log))
+    assert_identical(cached_index(log), index_log(log))
+    assert reads.count == 2 and not list(index_dir().glob("*.idx"))
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/bad-\xff-name"))
+    folder.mkdir()
+    odd = folder / "session.jsonl"
+    odd.write_bytes(_lines([HEADER, *_turns(2)]))
+    _age(odd)
+    cached_index(odd)
+    assert_identical(cached_index(odd), index_log(odd))
+    assert reads.count == 3
+
+
+def test_an_inode_given_to_a_new_file_is_not_taken_for_the_old_log(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log rewritten by renaming a new file over it can get its old inode number
+    back: its inode's generation tells it apart, so a longer rewrite is not resumed.
+    Here on the real file system (new files renamed over the log, each compared with a
+    fresh index), then with the generation of a reused inode stood in for."""
+    from .test_index import HEADER, _turns
+
+    log = tmp_path / "s" / "session.jsonl"
+    log.parent.mkdir()
+    first = _lines([HEADER, *_turns(3)])
+    log.write_bytes(first)
+    cached_index(log)
+    inodes = {log.stat().st_ino}
+    for k in range(12):
+        changed = first.replace(b'"completed"', b'"aborted__"', 1) if k % 2 else first
+        new = log.with_name("new")
+        new.write_bytes(changed + _lines(turn_records(12, 4 + k)))
+        os.replace(new, log)
+        inodes.add(log.stat().st_ino)
+        got = cached_index(log)
+        assert_identical(got, index_log(log))
+        assert (got.timeline.turns[0].reason == "aborted__") == bool(k % 2)
+    # Stood in: the same inode, longer, its first turn's end rewritten, and a new
+    # generation for it (as a reused inode has).
+    reads = Reads(monkeypatch)
+    longer = _lines([HEADER, *_turns(80)])  # its first turn far before the last 4 KiB
+    assert len(longer) > 2 * indexcache.TAIL_CHECK
+    log.write_bytes(longer)
+    cached_index(log)
+    monkeypatch.setattr(indexcache, "_generation", lambda fd: 12345)
+    more = _lines(turn_records(320, 81))
+    log.write_bytes(longer.replace(b'"completed"', b'"aborted__"', 1) + more)
+    got = cached_index(log)
+    assert_identical(got, index_log(log))
+    assert got.timeline.turns[0].reason == "aborted__"
+    assert reads.count == 2
+
+
+def test_the_inode_generation_is_read_on_linux(tmp_path: Path) -> None:
+    """On Linux the generation is read (ext4, XFS, Btrfs and tmpfs keep one); without
+    it a grown log is read again from the start rather than resumed."""
+    import sys
+
+    log = tmp_path / "a"
+    log.write_bytes(b"x")
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        generation = indexcache._generation(fd)
+    finally:
+        os.close(fd)
+    if sys.platform == "linux" and indexcache._ioctl_getversion() is not None:
+        assert isinstance(generation, int)
+    else:
+        assert generation is None
