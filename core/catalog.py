@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS logs(
     session TEXT NOT NULL, title TEXT, created INTEGER,
     parent TEXT, seed INTEGER,
     summary BLOB, listed INTEGER NOT NULL DEFAULT 0,
-    resume_offset INTEGER, resume_seq INTEGER, resume_turns INTEGER
+    resume_offset INTEGER, resume_seq INTEGER, resume_turns INTEGER,
+    inode_gen INTEGER
 );
 
 CREATE TABLE IF NOT EXISTS watch(
@@ -147,8 +148,8 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 #: One log's indexing job: (path, layout id, what the catalog held for it: (dev, ino,
-#: size, resume_offset, resume_seq, resume_turns) or None).
-_Job = tuple[str, "str | None", "tuple[int, int, int, int | None, int, int] | None"]
+#: size, resume_offset, resume_seq, resume_turns, the inode's generation) or None).
+_Job = tuple[str, "str | None", "tuple[int, int, int, int | None, int, int, int | None] | None"]
 
 
 class _Extracted(msgspec.Struct, frozen=True):
@@ -167,7 +168,9 @@ class _Extracted(msgspec.Struct, frozen=True):
     rows: list[tuple[int, int, str, str]]
     resume: tuple[int | None, int, int]
     #: The catalog row this was resumed from (None: read from scratch).
-    based_on: tuple[int, int, int, int | None, int, int] | None
+    based_on: tuple[int, int, int, int | None, int, int, int | None] | None
+    #: The inode's generation (`core.inodes`), None where it cannot be read.
+    generation: int | None = None
 
 
 class Catalog:
@@ -385,8 +388,8 @@ class Catalog:
         known: dict[str, tuple[Any, ...]] = {
             r[0]: r[1:]
             for r in self.db.execute(
-                "SELECT path, dev, ino, size, mtime, resume_offset, resume_seq, resume_turns "
-                "FROM logs"
+                "SELECT path, dev, ino, size, mtime, resume_offset, resume_seq, resume_turns, "
+                "inode_gen FROM logs"
             )
         }
         walked, self._pending_watch, self._pending_clean = self._walk()
@@ -402,7 +405,8 @@ class Catalog:
             if row is None:
                 jobs.append((path, layout, None))
             elif (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(row[0:4]):
-                jobs.append((path, layout, (row[0], row[1], row[2], row[4], row[5], row[6])))
+                based = (row[0], row[1], row[2], row[4], row[5], row[6], row[7])
+                jobs.append((path, layout, based))
         gone.extend(p for p in known if p not in walked)
         return jobs, gone, walked
 
@@ -521,7 +525,7 @@ class Catalog:
         grew in place after the last complete turn indexed, else from scratch."""
         path_str = str(path)
         row = self.db.execute(
-            "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns "
+            "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns, inode_gen "
             "FROM logs WHERE path=?",
             (path_str,),
         ).fetchone()
@@ -561,7 +565,7 @@ class Catalog:
 
     def _job(self, path: str) -> _Job:
         row = self.db.execute(
-            "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns "
+            "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns, inode_gen "
             "FROM logs WHERE path=?",
             (path,),
         ).fetchone()
@@ -587,14 +591,14 @@ class Catalog:
                         db.execute("DELETE FROM logs WHERE id=?", (row[0],))
                     continue
                 row = db.execute(
-                    "SELECT id, dev, ino, size, mtime, resume_offset, resume_seq, resume_turns "
-                    "FROM logs WHERE path=?",
+                    "SELECT id, dev, ino, size, mtime, resume_offset, resume_seq, resume_turns, "
+                    "inode_gen FROM logs WHERE path=?",
                     (item.path,),
                 ).fetchone()
                 if row is not None and tuple(row[1:5]) == item.identity:
                     continue  # another process did it meanwhile
                 if item.based_on is not None and (
-                    row is None or tuple(row[1:4]) + tuple(row[5:8]) != item.based_on
+                    row is None or tuple(row[1:4]) + tuple(row[5:9]) != item.based_on
                 ):
                     # Resumed from a row another process has changed since: read again.
                     redo.append((item.path, item.layout, None))
@@ -831,12 +835,13 @@ def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int
         item.state,
         1 if item.listed else 0,
         *item.resume,
+        item.generation,
     )
     if log_id is None:
         cur = db.execute(
             "INSERT INTO logs(path, layout, dev, ino, size, mtime, session, title, created, "
-            "parent, seed, summary, listed, resume_offset, resume_seq, resume_turns) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "parent, seed, summary, listed, resume_offset, resume_seq, resume_turns, inode_gen) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (item.path, *values),
         )
         assert cur.lastrowid is not None
@@ -844,7 +849,7 @@ def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int
     db.execute(
         "UPDATE logs SET layout=?, dev=?, ino=?, size=?, mtime=?, session=?, title=?, "
         "created=?, parent=?, seed=?, summary=?, listed=?, resume_offset=?, resume_seq=?, "
-        "resume_turns=? WHERE id=?",
+        "resume_turns=?, inode_gen=? WHERE id=?",
         (*values, log_id),
     )
     return log_id
@@ -881,6 +886,7 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
     A raw log read from the start goes through `_lean_read` when it can (the same
     result; `lean_read=False` forces `LogReader`, for the test that says so)."""
     from .index import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
+    from .inodes import generation_of
     from .logfile import Encoding, LogReader
     from .summary import SessionSummary, summary_state
     from .timeline import TimelineBuilder
@@ -890,6 +896,7 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
         st = os.stat(path)
     except OSError:
         return path
+    generation = generation_of(path)
     state = summary_state(path, layout, None)
     assert state is not None  # no size limit: always a state
     summary = SessionSummary.from_state(Path(path), state)
@@ -900,6 +907,7 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
     if (
         based is not None
         and (based[0], based[1]) == (st.st_dev, st.st_ino)
+        and based[6] == generation  # not a new file given the old inode number
         and st.st_size >= based[2]
         and based[3] is not None
         and summary.encoding is Encoding.RAW
@@ -965,6 +973,7 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
         rows,
         (new_offset, new_lead, new_done),
         based if resume is not None else None,
+        generation,
     )
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 #: The catalog's schema: a catalog of another one is rebuilt.
-SCHEMA: Final = 7
+SCHEMA: Final = 8
 
 
 def _builtin_sha256() -> Any:

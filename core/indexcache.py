@@ -34,7 +34,6 @@ import dataclasses
 import functools
 import hashlib
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -52,6 +51,7 @@ from .index import (
     _result,
     indexed_with_state,
 )
+from .inodes import generation as _generation
 from .logfile import Encoding
 from .model import LogProblem, ProblemKind
 from .timeline import BuilderState, TimelineBuilder
@@ -82,7 +82,7 @@ class _Entry(msgspec.Struct, array_like=True):
     path: bytes
     #: (device, inode, size, mtime ns, ctime ns) of the log, taken before it was read.
     identity: tuple[int, int, int, int, int]
-    #: The inode's generation (`_generation`), None where the file system has none.
+    #: The inode's generation (`core.inodes`), None where the file system has none.
     generation: int | None
     block_size: int
     #: When the read began (ns since the epoch; see `RACY_NS`).
@@ -134,41 +134,6 @@ def _path_bytes(path: Path) -> bytes:
 def _entry_file(path: Path) -> Path:
     key = hashlib.blake2b(_path_bytes(path), digest_size=16).hexdigest()
     return index_dir() / f"{key}.idx"
-
-
-def _ioctl_getversion() -> int | None:
-    """Linux's FS_IOC_GETVERSION, `_IOR('v', 1, long)`, on the architectures whose ioctl
-    numbers have the generic layout; None elsewhere."""
-    import platform
-    import struct
-
-    if sys.platform != "linux" or platform.machine() not in _GENERIC_IOCTL:
-        return None
-    return (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
-
-
-_GENERIC_IOCTL: Final = frozenset(
-    {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "armv7l", "riscv64", "s390x"}
-)
-
-
-def _generation(fd: int) -> int | None:
-    """The generation of the open file's inode: a number the file system changes when it
-    gives a freed inode number to a new file (ext4, XFS, Btrfs, tmpfs). A log rewritten
-    by renaming a new file over it can get its old inode number back (seen here after
-    two rewrites), never its generation. None where it cannot be read."""
-    request = _ioctl_getversion()
-    if request is None:
-        return None
-    import array
-    import fcntl
-
-    buf = array.array("l", [0])
-    try:
-        fcntl.ioctl(fd, request, buf, True)
-    except OSError:
-        return None
-    return int(buf[0])
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:

@@ -90,6 +90,34 @@ def test_appended_turn_is_found_and_only_it_is_indexed(root: Path) -> None:
     catalog.close()
 
 
+def test_a_new_file_given_the_old_inode_number_is_read_from_scratch(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log written again at its path as a new file that got the old inode number back
+    (ext4 hands a freed number out again at once), longer than before: its inode's
+    generation differs, so its first turns are read again, not kept from the old file
+    (stood in here: the log rewritten in place, its generation changed)."""
+    from turnline.core import inodes
+
+    p = root / "p" / "session.jsonl"
+    catalog = Catalog(root)
+    catalog.refresh()
+    assert [(h.session, h.turn) for h in search(catalog, "zebracorn").hits] == [("P", 1)]
+    data = p.read_bytes()
+    assert data.count(b"zebracorn") == 1
+    with p.open("r+b") as fh:  # the same inode, its first turn's text changed
+        fh.write(data.replace(b"zebracorn", b"axolotlzz"))
+        for r in turn(17, 4, "an appended quokka", "yes"):
+            fh.write(orjson.dumps(r) + b"\n")
+    real = inodes.generation_of
+    monkeypatch.setattr(inodes, "generation_of", lambda path: (real(path) or 0) + 1)
+    catalog.refresh()
+    assert [(h.session, h.turn) for h in search(catalog, "zebracorn").hits] == []
+    assert [(h.session, h.turn) for h in search(catalog, "axolotlzz").hits] == [("P", 1)]
+    assert [(h.session, h.turn) for h in search(catalog, "quokka").hits] == [("P", 4)]
+    catalog.close()
+
+
 def test_new_log_is_found(root: Path) -> None:
     assert found(root, "wombat") == []
     write(
