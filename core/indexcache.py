@@ -2,25 +2,28 @@
 
 Indexing a log of a million events reads and checks every one of its 130 MB
 (`core.index`): about half a second of two cores, every time `turnline show` or the
-app opens it. The index it ends with is small (the turns, the counts, the anchors, a few
-hundred KB), so it is kept, one file per log, and used again:
+app opens it. The index it ends with is small (the turns, the counts, the anchors,
+about 1 MB), so it is kept, one file per log, and used again:
 
-- **unchanged** (same device, inode, size, mtime and ctime, and the same last bytes
-  before the indexed end): the index as it was, without reading the log;
-- **grown** (same device and inode, larger, the same bytes before the indexed end, a
-  raw log): the indexer resumes where it stopped and reads only the appended bytes,
-  as the app's live refresh does. dsh only ever appends to a log (a rewrite is a new
-  file renamed over it: a new inode), the rule the catalog relies on too; the last
-  4 KiB before the indexed end are compared as well, so a log cut and written again
-  from there is indexed again;
+- **unchanged** (same device, inode and inode generation, size, mtime and ctime, the
+  same last 4 KiB before the indexed end, and last modified at least `RACY_NS` before
+  the read that kept it): the index as it was, without reading the log;
+- **grown** (a raw log, same device, inode and generation, larger, the same last 4 KiB
+  before the indexed end, and an index that did not stop at a bad line): the indexer
+  resumes where it stopped and reads only the appended bytes, as the app's live
+  refresh does. dsh only ever appends to a log and creates a log whole (a new file,
+  linked into place), the rule the catalog relies on too. A new file that got a freed
+  inode number back has another generation (`core.inodes`); where the generation
+  cannot be read, a grown log is read again from the start;
 - anything else (another file, a shorter one, a zstd log that grew, a log that
-  stopped at a corrupt line, an entry from another version of turnline's code or
+  stopped at a bad line and grew, an entry from another version of turnline's code or
   one that does not decode): indexed again from the start, and the entry replaced.
 
 The answer is the one a fresh `index_log` gives: the entry holds the indexer's whole
 state (`_Entry`), the resumed indexer is the serial one at that offset, and
 `tests/core/test_indexcache.py` compares the two field by field, for every real log and
-its V5 twin, unchanged, grown by whole and by torn lines, rewritten and truncated.
+its V5 twin, unchanged and grown from five cuts, and for bad, rewritten, truncated,
+replaced and racy logs.
 
 An entry is written atomically (a temporary file renamed over the old one); only the
 `MAX_ENTRIES` most recently used are kept. A cache that cannot be read or written
