@@ -13,8 +13,7 @@ about 1 MB), so it is kept, one file per log, and used again:
   resumes where it stopped and reads only the appended bytes, as the app's live
   refresh does. dsh only ever appends to a log and creates a log whole (a new file,
   linked into place), the rule the catalog relies on too. A new file that got a freed
-  inode number back has another generation (`core.inodes`); where the generation
-  cannot be read, a grown log is read again from the start;
+  inode number back has another generation (`core.inodes`);
 - anything else (another file, a shorter one, a zstd log that grew, a log that
   stopped at a bad line and grew, an entry from another version of turnline's code or
   one that does not decode): indexed again from the start, and the entry replaced.
@@ -231,7 +230,6 @@ def _reuse(
         if (
             entry.encoding != Encoding.RAW.value  # a zstd log's frames are not resumed
             or st.st_size == old[2]  # the same size, yet changed: not an append
-            or generation is None  # the inode may be another file's (see `_generation`)
             or entry.stopped  # the stop's line and problem hold only at the end
         ):
             return None

@@ -5,8 +5,12 @@ path (a fork made again with the same `--id`), can get its old inode number back
 hands out a freed number again at once (seen here after two rewrites). A cache that
 knows a log by its device and inode and resumes it when it grew (the catalog, the kept
 indexes of `core.indexcache`) would then take the new file's first part for the old
-one's. The inode's *generation* (Linux's `FS_IOC_GETVERSION`; ext4, XFS, Btrfs and tmpfs
-keep one) changes whenever a number is given to a new file.
+one's. The inode's *generation* (Linux's `FS_IOC_GETVERSION`; ext4, XFS and Btrfs keep
+one) changes whenever a number is given to a new file.
+
+Where it cannot be read (tmpfs, overlayfs, macOS, Windows), `generation` is None and the
+caches compare what they compared before: tmpfs and APFS do not give a freed inode
+number to the next file; overlayfs on ext4 can, and is the hole that remains.
 """
 
 from __future__ import annotations
