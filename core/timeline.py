@@ -213,16 +213,36 @@ class _TurnBuilder:
         self.counted = False  # `number` came from counting the turns before it
 
     def copy(self) -> _TurnBuilder:
-        twin = _TurnBuilder(self.number, self.first_seq)
-        twin.start_seq = self.start_seq
-        twin.started = self.started
-        twin.steps = self.steps
-        twin.tools = list(self.tools)
-        twin.user = self.user
-        twin.inbox_user = self.inbox_user
-        twin.assistant = self.assistant
-        twin.counted = self.counted
-        return twin
+        return _TurnBuilder.from_state(self.state())
+
+    def state(self) -> OpenTurnState:
+        """This turn so far, as plain typed values (its tools copied)."""
+        return OpenTurnState(
+            self.number,
+            self.first_seq,
+            self.start_seq,
+            self.started,
+            self.steps,
+            list(self.tools),
+            self.user,
+            self.inbox_user,
+            self.assistant,
+            self.counted,
+        )
+
+    @classmethod
+    def from_state(cls, state: OpenTurnState) -> _TurnBuilder:
+        """The turn `state` was taken from (its own list of tools)."""
+        turn = cls(state.number, state.first_seq)
+        turn.start_seq = state.start_seq
+        turn.started = state.started
+        turn.steps = state.steps
+        turn.tools = list(state.tools)
+        turn.user = state.user
+        turn.inbox_user = state.inbox_user
+        turn.assistant = state.assistant
+        turn.counted = state.counted
+        return turn
 
     def finish(self, end: tuple[int, int | float] | None, reason: str, detail: str | None) -> Turn:
         """The finished turn; `end` is its `turn/end`'s (seq, time), None if open."""
@@ -351,16 +371,7 @@ class TimelineBuilder:
         """An independent copy: feeding either leaves the other as it was. The finished
         turns are frozen, so only the lists that hold them and the open turn are copied
         (a deep copy of a long log's builder took a twentieth of a second)."""
-        twin = TimelineBuilder(self.seed_length)
-        twin._turns = list(self._turns)
-        twin._titles = list(self._titles)
-        twin._first_user = self._first_user
-        twin._end_seed = self._end_seed
-        twin._turn_ends = list(self._turn_ends)
-        twin._current = self._current.copy() if self._current is not None else None
-        twin._lead_in = self._lead_in
-        twin._counted = self._counted
-        return twin
+        return TimelineBuilder.from_state(self.state())
 
     def state(self) -> BuilderState:
         """Everything this builder holds, as plain typed values (`from_state` undoes it):
@@ -373,20 +384,7 @@ class TimelineBuilder:
             self._first_user,
             self._end_seed,
             list(self._turn_ends),
-            None
-            if current is None
-            else OpenTurnState(
-                current.number,
-                current.first_seq,
-                current.start_seq,
-                current.started,
-                current.steps,
-                list(current.tools),
-                current.user,
-                current.inbox_user,
-                current.assistant,
-                current.counted,
-            ),
+            None if current is None else current.state(),
             self._lead_in,
             self._counted,
         )
@@ -400,18 +398,8 @@ class TimelineBuilder:
         builder._first_user = state.first_user
         builder._end_seed = state.end_seed
         builder._turn_ends = list(state.turn_ends)
-        open_turn = state.current
-        if open_turn is not None:
-            current = _TurnBuilder(open_turn.number, open_turn.first_seq)
-            current.start_seq = open_turn.start_seq
-            current.started = open_turn.started
-            current.steps = open_turn.steps
-            current.tools = list(open_turn.tools)
-            current.user = open_turn.user
-            current.inbox_user = open_turn.inbox_user
-            current.assistant = open_turn.assistant
-            current.counted = open_turn.counted
-            builder._current = current
+        if state.current is not None:
+            builder._current = _TurnBuilder.from_state(state.current)
         builder._lead_in = state.lead_in
         builder._counted = state.counted
         return builder
