@@ -503,6 +503,9 @@ LIVE_TURNS = 200
 #: The TUI's goals, as multiples of a bare Textual app's first screen (issue 22).
 ROWS_GOAL = 1.5
 TREE_GOAL = 3.0
+#: Rounds of TUI launches; each figure is the median of its launches. With three, the
+#: floor's median moved from 0.21 to 0.30 s between two runs of the same code.
+TUI_ROUNDS = 5
 
 
 def bench_tui(
@@ -511,9 +514,9 @@ def bench_tui(
     """The app's first screens against the floor: a bare Textual app's first screen
     (`tui_probe floor`), launched in the same run in turns with them.
 
-    Three rounds, each launching the floor, then the first timeline rows of each big
-    log, then the cold tree of each wide root (no summary cache: an empty cache
-    folder), then toolong on each big log; each figure is the median of its three
+    `TUI_ROUNDS` rounds, each launching the floor, then the first timeline rows of each
+    big log, then the cold tree of each wide root (no summary cache: an empty cache
+    folder), then toolong on each big log; each figure is the median of its rounds
     (this VM's speed drifts over seconds, and one launch varies by a few hundred ms:
     a figure and its floor must see the same drift). toolong's first screen is
     informational only (the goals are against the floor); it is not retried after a
@@ -535,7 +538,7 @@ def bench_tui(
     theirs: dict[int, list[float]] = {k: [] for k in range(len(logs))}
     theirs_failed: str | None = None if toolong else "skipped"
     try:
-        for _ in range(3):
+        for _ in range(TUI_ROUNDS):
             for k, (mode, target, _inp, penv) in enumerate(kinds):
                 if k in failed:
                     continue
