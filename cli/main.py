@@ -495,7 +495,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             entry = tv.turn.to_json_dict()
             entry["forkable"] = tv.forkable  # the fork rule's verdict, past seq gaps too
             turns.append(entry)
-        _print_json({"session": session, "turns": turns, "seedLength": view.seed_length})
+        document = {"session": session, "turns": turns, "seedLength": view.seed_length}
+        # A turn's fields are ints, strings and bools (`Turn.to_json_dict`): only the
+        # session's can hold a float (walking 2,000 turns for one took 25 ms).
+        _print_json(document, floats=_has_float(session))
         return 0
     _print_lines(render.show_lines(view, _width()))
     return 0

@@ -134,3 +134,33 @@ def test_feeding_in_pieces_equals_feeding_whole(events: list[SessionEvent], data
     closed = [t for t in whole.turns if t.forkable]
     assert [t.end_seq for t in closed] == [e.seq for e in events if e.type == "turn/end"]
     assert all(events[t.end_seq].type == "turn/end" for t in closed if t.end_seq is not None)
+
+
+_JSON_SCALARS = (str, int, bool, type(None))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["turn/start", "turn/end", "step/start", "tool/call", "user/message"]),
+            st.one_of(
+                st.integers(-3, 9), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3)
+            ),
+        ),
+        max_size=12,
+    )
+)
+def test_a_turns_json_holds_no_float(records: list[tuple[str, Any]]) -> None:
+    """`turnline show --json` checks only the session's fields for floats (the JSON is
+    written by orjson, not `json`, when there is none): a turn's JSON holds ints,
+    strings and bools whatever a log spells its turn numbers, names and reasons with."""
+    events = [
+        SessionEvent(kind, seq, 1.5, {"turn": value, "name": value, "reason": value})
+        for seq, (kind, value) in enumerate(records)
+    ]
+    for turn in build_timeline(events).turns:
+        for key, value in turn.to_json_dict().items():
+            if key == "tools":
+                assert all(type(name) is str for name in value)
+            else:
+                assert type(value) in _JSON_SCALARS, (key, value)
