@@ -8,14 +8,14 @@ about 1 MB), so it is kept, one file per log, and used again:
 - **unchanged** (same device, inode and inode generation, size, mtime and ctime, the
   same last 4 KiB before the indexed end, and last modified at least `RACY_NS` before
   the read that kept it): the index as it was, without reading the log;
-- **grown** (a raw log, same device, inode and generation, larger, the same last 4 KiB
-  before the indexed end, and an index that did not stop at a bad line): the indexer
-  resumes where it stopped and reads only the appended bytes, as the app's live
-  refresh does. dsh only ever appends to a log and creates a log whole (a new file,
-  linked into place), the rule the catalog relies on too. A new file that got a freed
-  inode number back has another generation (`core.inodes`);
-- anything else (another file, a shorter one, a zstd log that grew, a log that
-  stopped at a bad line and grew, an entry from another version of turnline's code or
+- **grown** (same device, inode and generation, larger, the same last 4 KiB before the
+  indexed end, and an index that did not stop at a bad line): the indexer resumes
+  where it stopped (a zstd log: at its next whole frame) and reads only the appended
+  bytes, as the app's live refresh does. dsh only ever appends to a log and creates a
+  log whole (a new file, linked into place), the rule the catalog relies on too. A new
+  file that got a freed inode number back has another generation (`core.inodes`);
+- anything else (another file, a shorter one, a log that stopped at a bad line and
+  grew, an entry from another version of turnline's code or
   one that does not decode): indexed again from the start, and the entry replaced.
 
 The answer is the one a fresh `index_log` gives: the entry holds the indexer's whole
@@ -49,6 +49,7 @@ from .index import (
     IndexedSession,
     Progress,
     _index_raw_lines,
+    _index_zstd,
     _Indexer,
     _result,
     indexed_with_state,
@@ -228,17 +229,19 @@ def _reuse(
                 progress(1.0)
             return _result(ix, path, session_id, st.st_mtime), None, st
         if (
-            entry.encoding != Encoding.RAW.value  # a zstd log's frames are not resumed
-            or st.st_size == old[2]  # the same size, yet changed: not an append
+            st.st_size == old[2]  # the same size, yet changed: not an append
             or entry.stopped  # the stop's line and problem hold only at the end
         ):
             return None
         ix = _restored(entry, path, progress, cancel, block_size)
         if ix is None:
             return None
-        ix.tail_problem = None  # a torn last line then may be whole now: read it again
-        ix._size = max(st.st_size, 1)
-        _index_raw_lines(ix, fd, ix.offset, st.st_size)
+        ix.tail_problem = None  # a torn last line (frame) may be whole now: read it again
+        if ix.encoding is Encoding.ZSTD:
+            _index_zstd(ix, fd, st.st_size, start=ix.offset)  # from the next whole frame
+        else:
+            ix._size = max(st.st_size, 1)
+            _index_raw_lines(ix, fd, ix.offset, st.st_size)
     except OSError:
         return None
     finally:

@@ -262,28 +262,56 @@ def test_a_log_written_just_before_it_was_read_is_not_trusted_unchanged(
     assert reads.count == 3
 
 
-def test_a_grown_zstd_log_is_read_again(
-    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A zstd log is taken unchanged from the cache, but not resumed: one that gained a
-    frame is indexed again from the start, and equals the fresh index."""
-    reads = Reads(monkeypatch)
-    _, data = _some_log(tmp_path)
-    nl = data.index(b"\n") + 1
-    lines = data[nl:].splitlines(keepends=True)
+def _frames(raw: bytes, per_frame: int) -> list[bytes]:
+    """`raw` as dsh's zstd frames: the header line alone, then `per_frame` lines each."""
+    nl = raw.index(b"\n") + 1
+    lines = raw[nl:].splitlines(keepends=True)
     cctx = zstandard.ZstdCompressor(write_checksum=True)
-    log = tmp_path / "z" / "session.jsonl.zstd"
+    return [cctx.compress(raw[:nl])] + [
+        cctx.compress(b"".join(lines[i : i + per_frame])) for i in range(0, len(lines), per_frame)
+    ]
+
+
+def test_a_grown_zstd_log_resumes_at_its_next_frame(
+    tmp_path: Path, cache: Path, v5_twins: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every real raw log and twin written as dsh's zstd (frames of three lines), cut
+    after its header frame, after a frame near the middle, inside the next frame (a torn
+    frame) and before the last byte, indexed, then grown by the rest: the cached index
+    resumes at the next whole frame and equals the fresh index; and the full reader's."""
+    reads = Reads(monkeypatch)
+    resumed = k = 0
+    for src in _real_logs(v5_twins):
+        if src.suffix != ".jsonl":
+            continue
+        frames = _frames(src.read_bytes(), 3)
+        data = b"".join(frames)
+        mid = len(b"".join(frames[: max(1, len(frames) // 2)]))
+        head = len(frames[0])
+        for cut in sorted({head, mid, min(mid + 9, len(data) - 1), len(data) - 1}):
+            k += 1
+            log = tmp_path / "z" / f"s{k:04d}" / (src.name + ".zstd")
+            log.parent.mkdir(parents=True)
+            log.write_bytes(data[:cut])
+            part = cached_index(log, block_size=256)
+            with open(log, "ab") as fh:
+                fh.write(data[cut:])
+            before = reads.count
+            got = cached_index(log, block_size=256)
+            assert_identical(got, index_log(log, block_size=256))
+            if reads.count == before:
+                resumed += 1
+            elif cut < len(data):
+                assert part.problems, src  # only a stopped index is read again
+    assert resumed > k // 2
+    sample = next(p for p in fixture_logs() if p.suffix == ".jsonl" and p.stat().st_size > 20_000)
+    frames = _frames(sample.read_bytes(), 5)
+    log = tmp_path / "last" / "session.jsonl.zstd"
     log.parent.mkdir()
-    half = len(lines) // 2
-    log.write_bytes(cctx.compress(data[:nl]) + cctx.compress(b"".join(lines[:half])))
-    _age(log)
+    log.write_bytes(b"".join(frames[: len(frames) // 3]))
     cached_index(log)
-    cached_index(log)
-    assert reads.count == 1
     with open(log, "ab") as fh:
-        fh.write(cctx.compress(b"".join(lines[half:])))
-    assert_identical(cached_index(log), index_log(log))
-    assert reads.count == 2
+        fh.write(b"".join(frames[len(frames) // 3 :]))
     assert_same(cached_index(log), full_read(log))
 
 
