@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -341,22 +342,34 @@ def test_a_broken_foreign_or_unwritable_cache_is_passed_over(
 def test_only_the_most_recently_used_entries_are_kept(
     tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`MAX_ENTRIES` entries are kept: a log taken from the cache marks its entry used,
+    and writing one entry too many drops the one used least recently. (The entries'
+    times are set apart by hand: written within one tick of the file system's clock,
+    their mtimes would tie.)"""
     monkeypatch.setattr(indexcache, "MAX_ENTRIES", 3)
     log, _ = _some_log(tmp_path)
-    paths = []
-    for k in range(5):
+    copies = []
+    for k in range(4):
         copy = tmp_path / f"c{k}" / log.name
         copy.parent.mkdir()
         shutil.copyfile(log, copy)
         _age(copy)
+        copies.append(copy)
+    long_ago = time.time_ns() - 1000 * 10**9
+    for k, copy in enumerate(copies[:3]):
         cached_index(copy)
-        os.utime(next(iter(sorted(index_dir().glob("*.idx"), key=os.path.getmtime))))
-        paths.append(copy)
-    assert len(list(index_dir().glob("*.idx"))) == 3
+        os.utime(indexcache._entry_file(copy), ns=(long_ago + k, long_ago + k))
     reads = Reads(monkeypatch)
-    for copy in paths[-2:]:
-        cached_index(copy)
+    cached_index(copies[0])  # the oldest entry, used now
     assert reads.count == 0
+    cached_index(copies[3])  # a fourth entry: the least recently used (copies[1]) goes
+    assert reads.count == 1
+    assert not indexcache._entry_file(copies[1]).exists()
+    for copy in (copies[0], copies[2], copies[3]):
+        cached_index(copy)
+    assert reads.count == 1
+    cached_index(copies[1])
+    assert reads.count == 2
 
 
 def test_the_root_loads_a_big_log_from_the_cache_the_second_time(
