@@ -52,7 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Final, Union, overload
@@ -117,7 +117,6 @@ _SPECIAL: Final = _STRUCTURAL_STR | _PACKED_STR
 _TURN_TYPES_STR: Final = frozenset(("turn/start", "turn/end"))
 _TYPE: Final = attrgetter("type")
 _SEQ: Final = attrgetter("seq")
-_SEQ0: Final = attrgetter("seq0")
 _PLUS_ONE: Final = (1).__add__
 _NO_TAGS: Final = frozenset[str]()
 _FIRST_BYTE: Final = itemgetter(0)
@@ -222,7 +221,7 @@ def _light_batch(
     light: list[int],
     lines: list[bytes],
     decoded: dict[int, _Structural],
-    kind_of: list[str],
+    kind_of: dict[int, str],
     records: list[Any] | None,
 ) -> bool:
     """Decode the `_LIGHT_TYPES` lines `light` (indices into `lines`, each one JSON
@@ -263,7 +262,7 @@ _decode_packed_lines: Final = msgspec.json.Decoder(_PackedRow).decode_lines
 
 
 def _packed_rows(
-    packed: list[int], kind_of: list[str], lines: list[bytes], records: list[Any] | None
+    packed: list[int], kind_of: dict[int, str], lines: list[bytes], records: list[Any] | None
 ) -> list[tuple[int, int]] | None:
     """(seq0, member count) of each packed row line in `packed`, checked as
     `records.packed_members` checks one: from `records` (the batch's `_PackedKind`s)
@@ -344,6 +343,8 @@ _TYPE_OF_KIND: Final[dict[type[msgspec.Struct], str]] = {
     kind: str(kind.__struct_config__.tag)
     for kind in _STRUCTURAL_KINDS + _PACKED_KINDS + _PLAIN_KINDS + _UNPACKED_KINDS
 }
+#: The record classes of the unions whose type is structural or a packed row's tag.
+_SPECIAL_KINDS: Final = frozenset(k for k, t in _TYPE_OF_KIND.items() if t in _SPECIAL)
 
 
 class IndexCancelled(Exception):
@@ -568,29 +569,46 @@ class _Indexer:
         except msgspec.DecodeError:
             records = None
         heads: list[Any]
-        types: list[str]
+        types: dict[int, str]  # of the special lines only
         if records is not None:
             heads = records
-            types = list(map(_TYPE_OF_KIND.__getitem__, map(type, records)))
+            if len(heads) != n:
+                return False
+            seqs = list(map(_SEQ, heads))
+            # Only the special lines (structural, packed) are looked at one by one: the
+            # union's kinds tell them apart in C, and only their types are looked up.
+            kinds = list(map(type, records))
+            odd = list(compress(range(n), map(_SPECIAL_KINDS.__contains__, kinds)))
+            types = dict(
+                zip(odd, map(_TYPE_OF_KIND.__getitem__, map(kinds.__getitem__, odd)), strict=True)
+            )
+            if None in seqs and seqs.count(None) != [seqs[i] for i in odd].count(None):
+                return False  # a plain line with no integer seq: read line by line
         else:
             try:
                 heads = _decode_head_lines(block)
             except HeadError:
                 return False
-            types = list(map(_TYPE, heads))
-        if len(heads) != n:
-            return False
-        seqs = list(map(_SEQ, heads))
-        odd = [
-            i for i, t, q in zip(range(n), types, seqs, strict=True) if q is None or t in _SPECIAL
-        ]
-        tags = _PACKED_STR if self.packed_rows else _NO_TAGS
-        packed = [i for i in odd if types[i] in tags and type(heads[i].seq0) is int]
-        if self.packed_rows and n - list(map(_SEQ0, heads)).count(msgspec.UNSET) != len(packed):
-            # A line with a `seq0` key that is no packed row here (one with a seq too,
-            # or whose seq0 is null): the line-by-line path reads it as the full
-            # reader does (a packed row's tag with `seq0` is a packed row to it).
-            return False
+            if len(heads) != n:
+                return False
+            every = list(map(_TYPE, heads))
+            seqs = list(map(_SEQ, heads))
+            odd = [
+                i
+                for i, t, q in zip(range(n), every, seqs, strict=True)
+                if q is None or t in _SPECIAL
+            ]
+            types = {i: every[i] for i in odd}
+        packed: list[int] = []
+        if self.packed_rows:
+            tagged = [i for i in odd if types[i] in _PACKED_STR]
+            packed = [i for i in tagged if type(heads[i].seq0) is int]
+            if len(tagged) - [heads[i].seq0 for i in tagged].count(msgspec.UNSET) != len(packed):
+                # A packed row's tag with a `seq0` that is no integer (null): a packed
+                # row to the full reader, which refuses it; the line-by-line path says
+                # so. (A `seq0` key on a line of any other type is ignored, by that
+                # reader too.)
+                return False
         rest = odd
         if packed:
             skip = set(packed)
@@ -667,7 +685,7 @@ class _Indexer:
     def _bulk_anchors(
         self,
         structural: list[int],
-        types: list[str],
+        types: dict[int, str],
         firsts: list[int],
         lines: list[bytes],
         base: int,
@@ -677,32 +695,41 @@ class _Indexer:
         and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last;
         the offset past each `turn/end` line of a raw log."""
         turn_lines = [i for i in structural if types[i] in _TURN_TYPES_STR]
-        starts = self._line_starts(lines)
         if frames is not None:
+            starts = self._line_starts(lines)
             last = self._first_seq
             for i in turn_lines:
                 self._first_seq = firsts[i]
                 self._anchor_line(base, starts[i], frames, i)
             self._first_seq = last
             return
+        # Line starts are summed a stretch at a time (from one turn line to the next),
+        # and listed only for a stretch in which an anchor by spacing falls: most
+        # stretches of a big log are shorter than `ANCHOR_SPACING`.
         n = len(lines)
         next_anchor = self.anchor_pos[-1] + ANCHOR_SPACING if self.anchor_pos else 0
-        lo = 0
+        lo, lo_at = 0, base  # a line of the block, and its file offset
         for stop in (*turn_lines, n):
-            while True:
-                k = bisect.bisect_left(starts, next_anchor - base, lo, stop)
-                if k >= stop:
-                    break
-                self._anchor(firsts[k], base + starts[k], 0)
-                next_anchor = base + starts[k] + ANCHOR_SPACING
-                lo = k + 1
+            part = lines[lo:stop]
+            stop_at = lo_at + sum(map(len, part)) + len(part)  # where line `stop` starts
+            if stop_at > next_anchor and part:  # a line of `part` may start past it
+                starts = list(accumulate(map(_PLUS_ONE, map(len, part)), initial=lo_at))
+                j = 0
+                while True:
+                    j = bisect.bisect_left(starts, next_anchor, j, len(part))
+                    if j >= len(part):
+                        break
+                    self._anchor(firsts[lo + j], starts[j], 0)
+                    next_anchor = starts[j] + ANCHOR_SPACING
+                    j += 1
             if stop == n:
                 break
-            self._anchor(firsts[stop], base + starts[stop], 0)
-            next_anchor = base + starts[stop] + ANCHOR_SPACING
-            lo = stop + 1
+            self._anchor(firsts[stop], stop_at, 0)
+            next_anchor = stop_at + ANCHOR_SPACING
+            after = stop_at + len(lines[stop]) + 1
             if types[stop] == TURN_END and lines[stop].startswith(TURN_END_LINE):
-                self.end_offsets[firsts[stop]] = base + starts[stop + 1]
+                self.end_offsets[firsts[stop]] = after
+            lo, lo_at = stop + 1, after
 
     def _line_starts(self, lines: list[bytes]) -> list[int]:
         """Block offset of each line's start, and the block's length last."""

@@ -195,6 +195,19 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.CORRUPT},
     ),
+    "seq0 beside a seq on ordinary events": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"step/start","seq":4,"seq0":99,"time":1,"data":{"turn":1,"step":2}}\n'
+        + b'{"type":"request/context","seq0":7,"seq":5,"time":2,"data":{}}\n'
+        + b"".join(_line(r) for r in turn_records(6, 2)),
+        set(),
+    ),
+    "a packed row's tag with a null seq0 beside a seq": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"text-chunks","seq0":null,"seq":4,"data":{"dt":[],"texts":["a"]}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.BAD_PACKED_ROW},
+    ),
     # What the bulk path (`_consume_bulk`: one msgspec call for a batch) must refuse
     # or read exactly as the full reader does.
     "two records on one line and one over two lines": (

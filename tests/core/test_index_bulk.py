@@ -14,7 +14,8 @@ from turnline.core import index
 from turnline.core.index import index_log
 from turnline.core.timeline import TimelineBuilder
 
-from ..conftest import fixture_logs
+from ..conftest import FIXTURES, fixture_logs
+from ..dshgen.migrate import twin_root
 from .disk_logs import as_events, turn_records
 from .test_index import BAD_CASES, _line, _packed, assert_same, full_read
 
@@ -68,6 +69,9 @@ def test_clean_batches_are_taken_in_bulk(tmp_path: Path, taken: list[bool]) -> N
         # decoded whole (as the full reader does) for those lines alone.
         ("timeline fields past 64 bits and past a double", True),
         ("packed row in another key order", True),
+        # A `seq0` key counts only on a packed row's tag (as the full reader reads it).
+        ("seq0 beside a seq on ordinary events", True),
+        ("a packed row's tag with a null seq0 beside a seq", False),
     ],
 )
 def test_odd_batches_are_refused_or_read_exactly(
@@ -126,3 +130,39 @@ def test_a_type_the_union_does_not_name_is_still_read_in_bulk(
     assert bool(heads_decoded) is unknown
     assert_same(ix, full_read(log))
     assert ix.event_count == 9
+
+
+@pytest.fixture(scope="module")
+def v5_twins(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    dest = tmp_path_factory.mktemp("twins") / "v5"
+    twin_root(FIXTURES, dest, version=5)
+    return sorted(dest.rglob("*.jsonl"))
+
+
+def _positions(path: Path, block_size: int) -> tuple[object, ...]:
+    """Where the index can start a range read: its anchors, and the offset past each
+    `turn/end` line, with where it stopped."""
+    _indexed, ix, _st = index.indexed_with_state(path, None, None, None, block_size)
+    assert ix is not None
+    return (ix.anchor_seqs, ix.anchor_pos, ix.anchor_skip, ix.end_offsets, ix.line, ix.offset)
+
+
+def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index._Indexer, "_consume_bulk", lambda *_args: False)
+
+
+@pytest.mark.parametrize("spacing", [300, 4096, index.ANCHOR_SPACING])
+def test_bulk_anchors_are_the_line_by_line_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v5_twins: list[Path], spacing: int
+) -> None:
+    """The bulk path sums line starts a stretch at a time (`_bulk_anchors`); it must
+    anchor the very lines `_consume_lines` anchors (a turn line, or the first line
+    `ANCHOR_SPACING` past the last anchor: at short spacings, inside stretches too),
+    on every real log, its V5 twin, and a generated log of long turns."""
+    monkeypatch.setattr(index, "ANCHOR_SPACING", spacing)
+    logs = [*fixture_logs(), *v5_twins, _clean_log(tmp_path, 300)]
+    bulk = [_positions(log, 1 << 14) for log in logs]
+    with monkeypatch.context() as slow:
+        _line_by_line(slow)
+        assert [_positions(log, 1 << 14) for log in logs] == bulk
+    assert sum(len(p[0]) for p in bulk) > 2 * len(logs)  # (anchors were set)
