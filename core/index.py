@@ -191,9 +191,39 @@ def _light_fields(kind: str, light: Any) -> tuple[str, int, int | float, Any] | 
         time = 0  # as `expand_record` takes a time that is not a number
     data: Any = light.data
     if data is not None:
-        values = zip(_LIGHT_FIELDS, _fields_of(data), strict=True)
-        data = {k: v for k, v in values if v is not _UNSET}
+        data = _light_dict(data)
         turn = data.get("turn")
+        if type(turn) is int and turn not in _ORJSON_INTS:
+            return None
+    return kind, light.seq, time, data
+
+
+def _light_dict(data: _LightData) -> dict[str, Any]:
+    """The keys a light record's data has, as `loads` gives them (the timeline's)."""
+    values = zip(_LIGHT_FIELDS, _fields_of(data), strict=True)
+    return {k: v for k, v in values if v is not _UNSET}
+
+
+#: Light types the timeline only counts while a turn is open (`_light_item`).
+_COUNTED_TYPES: Final = frozenset(("step/start", "tool/call"))
+
+
+def _light_item(kind: str, light: Any) -> tuple[str, int, int | float, Any] | None:
+    """`_light_fields`, but the data of a `step/start` or a `tool/call` is left a
+    `_LightData`: while a turn is open the timeline counts the step, or takes the
+    tool's name, and reads nothing else (`_Indexer._feed`); its dict is made only
+    for one outside a turn. None in the same cases."""
+    if kind not in _COUNTED_TYPES:
+        return _light_fields(kind, light)
+    time = light.time
+    if type(time) is int:
+        if time not in _ORJSON_INTS:
+            return None
+    elif type(time) is not float:
+        time = 0
+    data = light.data
+    if data is not None:
+        turn = data.turn
         if type(turn) is int and turn not in _ORJSON_INTS:
             return None
     return kind, light.seq, time, data
@@ -238,7 +268,7 @@ def _light_batch(
         kind = kind_of[i]
         item: _Structural | None = None
         if light_records is not None:
-            item = _light_fields(kind, light_records[k])
+            item = _light_item(kind, light_records[k])
         if item is None:
             item = _structural(lines[i], kind, packed_rows=True)  # (not a packed tag)
             if item is None:
@@ -669,10 +699,19 @@ class _Indexer:
     ) -> None:
         """Feed a bulk batch's structural lines to the timeline, in file order, with
         the checks `_decoded` makes of a `turn/end` and of an inherited seed marker."""
-        feed = self.builder.feed_fields
+        builder = self.builder
+        feed = builder.feed_fields
         for i in structural:
             item = decoded[i]
             if type(item) is tuple:
+                data = item[3]
+                if type(data) is _LightData:  # a step/start or tool/call (`_light_item`)
+                    if item[0] == "step/start":
+                        if builder.count_step():
+                            continue
+                    elif builder.add_tool(data.name):
+                        continue
+                    item = (item[0], item[1], item[2], _light_dict(data))  # outside a turn
                 feed(*item)
                 continue
             assert isinstance(item, SessionEvent)

@@ -295,6 +295,24 @@ class TimelineBuilder:
         """Consume one event of a `TIMELINE_TYPES` type (the next in seq order)."""
         self.feed_fields(event.type, event.seq, event.time, event.data)
 
+    def count_step(self) -> bool:
+        """`feed_fields` of a `step/start` while a turn is open (all it does then is
+        count the step): True; False, having done nothing, when no turn is open."""
+        current = self._current
+        if current is None:
+            return False
+        current.steps += 1
+        return True
+
+    def add_tool(self, name: Any) -> bool:
+        """`feed_fields` of a `tool/call` whose data's name is `name` while a turn is
+        open: True; False, having done nothing, when no turn is open."""
+        current = self._current
+        if current is None:
+            return False
+        current.tools.append(name if isinstance(name, str) else "?")
+        return True
+
     def feed_fields(self, etype: str, seq: int, time: int | float, data: Any) -> None:
         """`feed_one` for an event given by its fields (a reader that decodes only
         what the timeline reads need not build the event)."""

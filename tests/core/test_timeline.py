@@ -164,3 +164,29 @@ def test_a_turns_json_holds_no_float(records: list[tuple[str, Any]]) -> None:
                 assert all(type(name) is str for name in value)
             else:
                 assert type(value) in _JSON_SCALARS, (key, value)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["turn/start", "turn/end", "step/start", "tool/call", "user/message"]),
+            st.one_of(st.integers(-3, 9), st.booleans(), st.text(max_size=3), st.none()),
+        ),
+        max_size=14,
+    )
+)
+def test_counting_steps_and_tools_equals_feeding_them(records: list[tuple[str, Any]]) -> None:
+    """The index counts a `step/start` and takes a `tool/call`'s name with
+    `count_step`/`add_tool` (no data dict made) and feeds the event only when they
+    refuse (no turn open): the same builder as feeding every event."""
+    fed, counted = TimelineBuilder(), TimelineBuilder()
+    for seq, (kind, value) in enumerate(records):
+        data = {"turn": value, "name": value}
+        fed.feed_fields(kind, seq, 1, data)
+        if kind == "step/start" and counted.count_step():
+            continue
+        if kind == "tool/call" and counted.add_tool(value):
+            continue
+        counted.feed_fields(kind, seq, 1, data)
+    assert counted.state() == fed.state()
+    assert counted.snapshot() == fed.snapshot()
