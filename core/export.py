@@ -17,7 +17,6 @@ import contextlib
 import html
 import os
 import re
-import secrets
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -352,7 +351,7 @@ def write_turn_markdown(
     log to `out` window by window (`longline.full_text`), never held whole."""
     if events is None:
         events = loaded.events_between(turn.first_seq, turn.end_seq, bounded=True)
-    nonce = secrets.token_hex(6)
+    nonce = os.urandom(6).hex()  # (`secrets.token_hex`, without loading `secrets`)
     fields: dict[str, tuple[Clipped, bool]] = {}
 
     def mark(text: str, quoted: bool = False) -> str:

@@ -34,9 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -55,7 +53,7 @@ from .index import (
     indexed_with_state,
 )
 from .inodes import generation as _generation
-from .logfile import Encoding
+from .logfile import Encoding, blake2b
 from .model import LogProblem, ProblemKind
 from .timeline import BuilderState, TimelineBuilder
 from .xdg import cache_dir
@@ -122,7 +120,7 @@ def index_dir() -> Path:
 def _code_fingerprint() -> str:
     """A hash of the core package's sources: an entry written by other code is not used
     (the indexer's state and its rules change with it)."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     folder = Path(__file__).parent
     for source in sorted(folder.glob("*.py")):
         digest.update(source.name.encode())
@@ -135,7 +133,7 @@ def _path_bytes(path: Path) -> bytes:
 
 
 def _entry_file(path: Path) -> Path:
-    key = hashlib.blake2b(_path_bytes(path), digest_size=16).hexdigest()
+    key = blake2b(_path_bytes(path), digest_size=16).hexdigest()
     return index_dir() / f"{key}.idx"
 
 
@@ -336,6 +334,8 @@ def _store(entry_file: Path, path: Path, ix: _Indexer, st: os.stat_result, read_
 
 
 def _write_atomic(entry_file: Path, data: bytes) -> None:
+    import tempfile  # (here: a command that only reads pays no load for it)
+
     folder = entry_file.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

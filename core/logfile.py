@@ -35,9 +35,9 @@ from .records import MAX_SEQ_PROBLEMS as MAX_SEQ_PROBLEMS  # re-exported
 try:
     # The interpreter's own BLAKE2: `hashlib` loads OpenSSL first (about 3 ms, paid by
     # every command that reads a log). Same digests.
-    from _blake2 import blake2b as _blake2b
+    from _blake2 import blake2b as blake2b
 except ImportError:  # an interpreter built without it
-    from hashlib import blake2b as _blake2b
+    from hashlib import blake2b as blake2b
 
 RAW_SUFFIX: Final = ".jsonl"
 ZSTD_SUFFIX: Final = ".jsonl.zstd"
@@ -334,7 +334,7 @@ class LogReader:
         head = os.pread(fd, min(_MARK_BYTES, self.offset), 0)
         start = max(0, self.offset - _MARK_BYTES)
         tail = os.pread(fd, self.offset - start, start)
-        return _blake2b(head + b"\0" + tail, digest_size=16).digest()
+        return blake2b(head + b"\0" + tail, digest_size=16).digest()
 
     def _remember(self) -> None:
         """Note the file's mtime and the fingerprint of what was consumed."""
