@@ -83,9 +83,10 @@ print(n)
 )
 
 #: The same decode on every usable core: the file cut into one byte range per core (at
-#: line breaks), each range decoded in a forked child. The fastest a reader that checks
-#: every line can be on this machine, whatever else it does: if this misses a goal,
-#: no amount of work on the reader makes it.
+#: line breaks), each range decoded in a forked child. About the fastest a reader that
+#: checks every line is one record can be on this machine, whatever else it does (one
+#: msgspec call per block is faster only without checking that each line holds one
+#: record: docs/benchmarks.md, seventeenth session).
 MSGSPEC_PARALLEL = (
     _HEAD_DECODER
     + """
