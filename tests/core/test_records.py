@@ -9,7 +9,7 @@ import pytest
 from turnline.core.index import index_log
 from turnline.core.logfile import read_log
 from turnline.core.records import fallback_title, is_user_input, user_title
-from turnline.core.summary import from_contents, summarize
+from turnline.core.summary import from_contents, summarize, valid_utf8
 
 HEADER = {
     "type": "session",
@@ -97,3 +97,17 @@ def test_a_log_without_events_has_no_last_activity(tmp_path: Path) -> None:
     path = _log(tmp_path, [])
     assert summarize(path).last_activity is None
     assert index_log(path).summary.last_activity is None
+
+
+@pytest.mark.parametrize("at", [(1 << 18) - 2, (1 << 18) - 1, 1 << 18, (1 << 20) + 1])
+def test_utf8_is_checked_across_slice_edges(at: int) -> None:
+    """`valid_utf8` decodes a big buffer a slice at a time: a character cut by a slice's
+    edge is still whole (valid), and a bad byte anywhere is still found, as decoding
+    the buffer whole finds it."""
+    text = "修复 fix ".encode()
+    good = b"a" * at + text * 50_000
+    assert valid_utf8(good)
+    for bad in (good + text[:2], good[: at + 1] + b"\xff" + good[at + 2 :], good + b"\xed\xa0\x80"):
+        with pytest.raises(UnicodeDecodeError):
+            bad.decode("utf-8")
+        assert not valid_utf8(bad)
