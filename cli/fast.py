@@ -269,7 +269,9 @@ def _refreshed(root: str, query: str, options: dict[str, Any]) -> SearchResult |
     try:
         catalog = Catalog(root)
         try:
-            return search(catalog, query, **options)
+            result = search(catalog, query, **options)
+            # Logs the catalog cannot hold: `cli.main` answers, and says which.
+            return None if catalog.unstorable else result
         finally:
             catalog.close()
     except CatalogError:

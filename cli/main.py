@@ -802,6 +802,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
             # The tree's short ids (`{{sessio@acp/cancel` for an id several logs claim).
             shorts = {} if args.json else _catalog_short_ids(catalog)
+            unsearched = list(catalog.unstorable)
         finally:
             catalog.close()
     except UnknownSessionError as exc:  # as `show` says it (`SessionRoot.resolve`)
@@ -812,6 +813,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError("BAD_QUERY", str(exc)) from exc
     except CatalogError as exc:
         raise CliError("CATALOG_ERROR", str(exc)) from exc
+    if unsearched:
+        # Not lost in silence: the catalog (SQLite, UTF-8) cannot hold these paths.
+        shown = ", ".join(one_line(p) for p in unsearched[:3])
+        more = f" and {len(unsearched) - 3} more" if len(unsearched) > 3 else ""
+        plural = "s" if len(unsearched) > 1 else ""
+        _write(
+            sys.stderr,
+            f"turnline: not searched: {len(unsearched)} log{plural} whose path is not UTF-8"
+            f" ({shown}{more})\n",
+        )
     if args.json:
         _print_bytes(result.to_json())  # the very bytes `cli.fast` prints
         return 0

@@ -55,6 +55,7 @@ from .fresh import (
     write_fresh,
 )
 from .query import Links, pack_links, read_links
+from .textsafe import no_surrogates
 
 if TYPE_CHECKING:
     from .summary import SessionSummary
@@ -191,6 +192,9 @@ class Catalog:
         #: The last walk's watch rows and whether it met no error (see `changes`).
         self._pending_watch: list[tuple[str, int, int, int, int]] = []
         self._pending_clean = False
+        #: Logs and folders the last walk found whose path SQLite cannot hold (not
+        #: UTF-8: `holdable`), so they are not in the catalog: a search says so.
+        self.unstorable: list[str] = []
 
     @classmethod
     def existing(cls, root: Path | str) -> Catalog | None:
@@ -349,11 +353,21 @@ class Catalog:
         clean = True
         top = os.path.realpath(root)
         item_root = (root, self.root.name, self.root.parent.name, 0)  # as `discover` starts
+        unstorable: list[str] = []
         for item in _walk([item_root], set(), top=top, listing=listing):
             if item[0] == "log":
-                found[item[1]] = item[2]
+                if holdable(item[1]):
+                    found[item[1]] = item[2]
+                else:
+                    unstorable.append(item[1])
             elif item[0] == "error":
                 clean = False
+        if unstorable or not all(holdable(path) for path, _st in listing):
+            # Not clean: the next search walks again (and says so again), and no fresh
+            # state is kept that a warm search would take without a word.
+            clean = False
+            listing = [(path, st) for path, st in listing if holdable(path)]
+        self.unstorable = unstorable
         watch = [
             (
                 path,
@@ -507,6 +521,7 @@ class Catalog:
 
     def drop_many(self, paths: Iterable[str | Path]) -> None:
         """Forget several logs, in one transaction."""
+        paths = [p for p in map(str, paths) if holdable(p)]  # (the others are not held)
         db = self.db
         with _writing(db):
             db.execute(_UNLINKED)
@@ -524,6 +539,8 @@ class Catalog:
         """(Re-)index one log, in one transaction: appended turns only when the log
         grew in place after the last complete turn indexed, else from scratch."""
         path_str = str(path)
+        if not holdable(path_str):
+            return  # not held (see `unstorable`)
         row = self.db.execute(
             "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns, inode_gen "
             "FROM logs WHERE path=?",
@@ -545,6 +562,7 @@ class Catalog:
         them (and a pool can be had), written here in bulk, `BATCH` logs per
         transaction. `jobs` are `changes()` jobs, or plain paths."""
         work = [j if isinstance(j, tuple) else self._job(str(j)) for j in jobs]
+        work = [j for j in work if holdable(j[0])]  # (see `unstorable`)
         total = len(work)
         done = 0
         if progress is not None:
@@ -827,10 +845,10 @@ def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int
     values = (
         item.layout,
         *item.identity,
-        st.id,
-        st.title,
+        _storable(st.id),
+        _storable(st.title),
         None if h is None else h.created_at,
-        None if h is None else h.parent_session,
+        None if h is None else _storable(h.parent_session),
         None if h is None else h.seed_length,
         item.state,
         1 if item.listed else 0,
@@ -853,6 +871,32 @@ def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int
         (*values, log_id),
     )
     return log_id
+
+
+def holdable(path: str) -> bool:
+    """True if SQLite can hold `path` as text: it is UTF-8 (a file name that is not
+    decodes with lone surrogates, which UTF-8 cannot encode)."""
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _storable(text: str | None) -> str | None:
+    """`text` as SQLite can hold it: a lone surrogate (JSON's "\ud83d" alone, as a
+    stream cut inside an emoji leaves it) becomes U+FFFD, as every view shows it
+    (`textsafe`). Only a log's id and title are stored so: they are shown with a hit,
+    never looked up (its summary, kept whole, is the exact one)."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return no_surrogates(text)
+    return text
 
 
 def _delete_docs(db: sqlite3.Connection, log_id: int, keep_before: int | None) -> None:

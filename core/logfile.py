@@ -92,7 +92,12 @@ def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None
     data = event.data
     if has_reason_kind(data):
         return None
-    shown = orjson.dumps(data).decode("utf-8", "replace")
+    try:
+        shown = orjson.dumps(data).decode("utf-8", "replace")
+    except TypeError:  # a lone surrogate (JSON's "\ud83d" alone), which UTF-8 cannot hold
+        import json
+
+        shown = json.dumps(data, separators=(",", ":"))  # (ASCII: each one as its escape)
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return LogProblem(

@@ -66,7 +66,7 @@ from .parallel import (
     start_pool,
     usable_cores,
 )
-from .records import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD
+from .records import INDEX_THRESHOLD, ZSTD_INDEX_THRESHOLD, loads
 from .store import (
     ForkErrorCode,
     SessionForkError,
@@ -151,11 +151,11 @@ def has_session_header(path: Path) -> bool:
             first = _first_frame_line(path)
             if first is None:
                 return False
-            obj = orjson.loads(first)
+            obj = loads(first)  # (as the readers read it: a lone surrogate, `1e400`)
             return isinstance(obj, dict) and parse_header(obj)[0] is not None
         with open(path, "rb") as fh:
             first = fh.readline(1 << 20)
-        obj = orjson.loads(first)
+        obj = loads(first)
     except (OSError, orjson.JSONDecodeError, zstandard.ZstdError):
         return False
     return isinstance(obj, dict) and obj.get("type") == "session"

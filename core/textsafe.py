@@ -29,6 +29,11 @@ _WHITESPACE_RUN: Final = re.compile(r"[\t\n\r\v\f\x1c-\x1f\x85\u2028\u2029 ]+")
 ELLIPSIS: Final = "…"
 
 
+def no_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot hold) made U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def safe_text(text: str, *, keep_newlines: bool = False) -> str:
     """`text` without control or bidi-override characters.
 

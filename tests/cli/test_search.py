@@ -272,3 +272,74 @@ def test_front_door_sees_every_change_after_a_warm_query(root: Path, tmp_path: P
     assert [(h["session"], h["turn"]) for h in got["hits"]] == [("G", 9)]
     log.unlink()
     assert json.loads(_console(argv, env, front=True)[1])["total"] == 0
+
+
+def _raw_log(path: Path, lines: list[str]) -> None:
+    """A log written as given (JSON text: a lone surrogate as its `\\ud83d` escape,
+    which orjson cannot write)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="ascii")
+
+
+def _surrogate_log(path: Path) -> None:
+    """A stream cut inside an emoji leaves a lone surrogate; here in the id, the title,
+    a text, a tool's name and a `turn/end` with no reason."""
+    _raw_log(
+        path,
+        [
+            '{"type":"session","version":0,"id":"S-\\ud83d","createdAt":1,"cwd":"/w",'
+            '"parentSession":"Q-\\udc00"}',
+            '{"type":"session/title","seq":0,"time":1,"data":{"title":"title \\ud83d"}}',
+            '{"type":"turn/start","seq":1,"time":2,"data":{"turn":1}}',
+            '{"type":"user/message","seq":2,"time":3,"data":{"role":"user","content":'
+            '[{"type":"text","text":"surrogateword \\ud83d here"}],"source":{"kind":"user"}}}',
+            '{"type":"step/start","seq":3,"time":4,"data":{"turn":1,"step":1}}',
+            '{"type":"tool/call","seq":4,"time":5,"data":{"turn":1,"name":"sh\\udc00"}}',
+            '{"type":"turn/end","seq":5,"time":6,"data":{"turn":1,"reason":{"kind":"completed"}}}',
+            '{"type":"turn/start","seq":6,"time":7,"data":{"turn":2}}',
+            '{"type":"turn/end","seq":7,"time":8,"data":{"turn":2,"note":"\\ud83d"}}',
+        ],
+    )
+
+
+@pytest.mark.parametrize("front", [False, True])
+def test_lone_surrogates_in_a_log_are_no_traceback(root: Path, tmp_path: Path, front: bool) -> None:
+    """Every command reads such a log: a `turn/end` with no reason shows its data with
+    the surrogate escaped, and the catalog keeps the id and title with U+FFFD for it
+    (SQLite holds UTF-8 only), as every view shows them."""
+    _surrogate_log(root / "s" / "session.jsonl")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code, out, err = _console(["search", str(root), "surrogateword", "--json"], env, front)
+    assert code == 0 and "Traceback" not in err, err
+    hits = json.loads(out)["hits"]
+    assert [(h["session"], h["turn"]) for h in hits] == [("S-\ufffd", 1)]
+    log = str(root / "s" / "session.jsonl")
+    for argv in (["ls", "--json", str(root)], ["show", "--json", log]):
+        code, out, err = _console(argv, env, front)
+        assert code == 0 and "Traceback" not in err, (argv, err)
+    problems = json.loads(out)["session"]["problems"]
+    assert any('{"turn":2,"note":"\\ud83d"}' in p["message"] for p in problems), problems
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a file name that is not UTF-8 (Linux)")
+@pytest.mark.parametrize("front", [False, True])
+def test_a_log_whose_path_is_not_utf8_is_said_unsearched(
+    root: Path, tmp_path: Path, front: bool
+) -> None:
+    """The catalog (SQLite: UTF-8 text) cannot hold such a path: the log is left out,
+    the search says so on stderr every time (no fresh state hides it), and finds the
+    rest."""
+    folder = os.fsencode(root) + b"/odd-\xff"
+    os.makedirs(folder)
+    with open(folder + b"/session.jsonl", "wb") as fh:
+        fh.write(
+            SessionHeader("U", 5, cwd="/x", delegation_depth=0).to_json_line()
+            + b"".join(json.dumps(r).encode() + b"\n" for r in turn(0, 1, "zebracorn again", "ok"))
+        )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):
+        code, out, err = _console(["search", str(root), "zebracorn", "--json"], env, front)
+        assert code == 0 and "Traceback" not in err, err
+        assert "not searched: 1 log whose path is not UTF-8" in err
+        assert "odd-\ufffd" in err  # shown safely
+        assert [h["session"] for h in json.loads(out)["hits"]] == ["P"]

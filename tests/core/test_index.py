@@ -208,6 +208,13 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.BAD_PACKED_ROW},
     ),
+    "a turn/end with no reason whose data holds a lone surrogate": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"turn/start","seq":4,"time":1,"data":{"turn":2}}\n'
+        + b'{"type":"turn/end","seq":5,"time":2,"data":{"turn":2,"note":"\\ud83d"}}\n'
+        + b"".join(_line(r) for r in turn_records(6, 3)),
+        {ProblemKind.ODD_EVENT},
+    ),
     # What the bulk path (`_consume_bulk`: one msgspec call for a batch) must refuse
     # or read exactly as the full reader does.
     "two records on one line and one over two lines": (
