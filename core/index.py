@@ -86,6 +86,7 @@ from .records import (
     TURN_END_OVERLAP,
     HeadError,
     RecordHead,
+    Seq,
     decode_head,
     has_turn_end,
     loads,
@@ -154,7 +155,7 @@ class _LightData(msgspec.Struct, gc=False):
 
 class _LightRecord(msgspec.Struct, gc=False):
     type: str
-    seq: int
+    seq: Seq
     time: Any = 0
     data: _LightData | None = None
 
@@ -284,7 +285,7 @@ class _PackedMembers(msgspec.Struct, gc=False):
 
 
 class _PackedRow(msgspec.Struct, gc=False):
-    seq0: int
+    seq0: Seq
     data: _PackedMembers
 
 
@@ -328,9 +329,9 @@ _PLAIN_TYPES: Final = tuple(t for t in RECORD_TYPES if t not in TIMELINE_TYPES)
 class _Record(msgspec.Struct, tag_field="type", gc=False):
     """Any record of the batch union: its tag is its type."""
 
-    seq: int | None = None
+    seq: Seq | None = None
     #: UNSET without a `seq0` key (see `RecordHead.seq0`).
-    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
+    seq0: Seq | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _LightKind(_Record, tag_field="type", gc=False):

@@ -12,7 +12,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, Final, NamedTuple, Union
+from typing import Annotated, Any, ClassVar, Final, NamedTuple, Union
 
 import msgspec
 import orjson
@@ -54,6 +54,13 @@ def has_turn_end(buf: bytes, start: int = 0, end: int | None = None) -> bool:
     return found is not None
 
 
+#: A seq as the scans decode it: an integer orjson (the full reader) reads as one. Past
+#: 64 bits orjson reads a float, which is no seq; msgspec would read an integer. So a
+#: seq out of this range (64 signed bits: msgspec's bounds must fit in them) does not
+#: decode, and the line is read as the full reader reads it, which names the problem.
+Seq = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
 class RecordHead(msgspec.Struct, gc=False):
     """What the scans need of a record line: its type and first seq (a plain event's
     `seq`, a packed row's `seq0`). Decoding a line into it checks that the line is one
@@ -67,10 +74,10 @@ class RecordHead(msgspec.Struct, gc=False):
     """
 
     type: str
-    seq: int | None = None
+    seq: Seq | None = None
     #: UNSET when the line has no `seq0` key: a packed row's tag with one, even null
     #: and beside a `seq`, is a packed row to the full reader (`codec.expand_record`).
-    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
+    seq0: Seq | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _PackedData(msgspec.Struct, gc=False):
@@ -80,7 +87,7 @@ class _PackedData(msgspec.Struct, gc=False):
 
 
 class _PackedHead(msgspec.Struct, gc=False):
-    seq0: int
+    seq0: Seq
     data: _PackedData
 
 
@@ -122,10 +129,10 @@ class ListingHead(msgspec.Struct, gc=False):
     """
 
     type: str
-    seq: int | None = None
+    seq: Seq | None = None
     #: UNSET when the line has no `seq0` key: a packed row's tag with one, even null
     #: and beside a `seq`, is a packed row to the full reader (`codec.expand_record`).
-    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
+    seq0: Seq | msgspec.UnsetType | None = msgspec.UNSET
     data: msgspec.Raw = _NO_DATA
 
 
@@ -254,9 +261,9 @@ class _Listed(msgspec.Struct, tag_field="type", gc=False):
     the last) does not decode: msgspec checks every duplicate of the tag against the
     first, so a record that decodes has the type `JSON.parse` reads."""
 
-    seq: int | None = None
+    seq: Seq | None = None
     #: UNSET without a `seq0` key (see `ListingHead.seq0`).
-    seq0: int | msgspec.UnsetType | None = msgspec.UNSET
+    seq0: Seq | msgspec.UnsetType | None = msgspec.UNSET
 
     def width(self) -> int | None:
         """How many events the record holds as a packed row (its line has no `seq`):

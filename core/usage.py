@@ -49,7 +49,7 @@ from .lineage import link_sessions
 from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
-from .records import MAX_HEADER_LINE
+from .records import MAX_HEADER_LINE, Seq
 from .root import discover, layout_session_id, map_root_logs, no_gc
 from .summary import HeaderState, inherited_cut_between, read_batches, read_whole
 
@@ -714,7 +714,7 @@ class _Row(msgspec.Struct, gc=False):
     fold reads)."""
 
     type: str
-    seq: int
+    seq: Seq  # (out of orjson's integers: not this fast way, see `Seq`)
     time: msgspec.Raw = msgspec.Raw(b"0")
     data: msgspec.Raw = msgspec.Raw(b"null")
 

@@ -215,6 +215,20 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(6, 3)),
         {ProblemKind.ODD_EVENT},
     ),
+    # orjson reads an integer past 64 bits as a float, which is no seq (msgspec would
+    # read an integer): the line is one the full reader refuses.
+    "a seq past 64 bits": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"step/end","seq":1180591620717411303424,"time":1,"data":{}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
+    "a packed row's seq0 past 64 bits": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"text-chunks","seq0":18446744073709551616,"data":{"dt":[],"texts":["a"]}}\n'
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.BAD_PACKED_ROW},
+    ),
     # What the bulk path (`_consume_bulk`: one msgspec call for a batch) must refuse
     # or read exactly as the full reader does.
     "two records on one line and one over two lines": (
