@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Final, Union, overload
+from typing import IO, Any, Final, Union, cast, overload
 
 import msgspec
 import orjson
@@ -72,6 +72,7 @@ from .logfile import (
     torn_frame_message,
     torn_line_message,
     turn_end_problem,
+    unseeded_problem,
 )
 from .longline import LONG_LINE, LinePlace, LongRecord, zstd_inflates_past
 from .longline import lines as long_lines
@@ -915,7 +916,7 @@ class _Indexer:
         if not self.event_count or self.last_line is None:
             return None
         try:
-            return record_last_time(loads(self.last_line))
+            return record_last_time(loads(self.last_line), packed_rows=self.packed_rows)
         except orjson.JSONDecodeError:
             return None
 
@@ -1033,7 +1034,7 @@ class _Indexer:
         if record.error is not None:
             return _Stop(f"line {line_no} is not valid JSON ({record.error})", ProblemKind.CORRUPT)
         try:
-            events = expand_record(record.value)
+            events = expand_record(record.value, packed_rows=self.packed_rows)
         except RecordError as exc:
             return _Stop(f"line {line_no}: {exc}", exc.kind)
         stop = self._decoded(events, line_no)
@@ -1519,6 +1520,43 @@ class _BigFrame(msgspec.Struct, frozen=True):
     ends_with_newline: bool
 
 
+class _FileRange:
+    """The bytes `pos`–`end` of an open file, as a stream (`read`) for zstandard."""
+
+    def __init__(self, fd: int, pos: int, end: int) -> None:
+        self.fd, self.pos, self.end = fd, pos, end
+
+    def read(self, n: int = -1) -> bytes:
+        want = self.end - self.pos if n < 0 else min(n, self.end - self.pos)
+        data = os.pread(self.fd, want, self.pos) if want > 0 else b""
+        self.pos += len(data)
+        return data
+
+
+def _frame_has_turn_end(fd: int, pos: int, end: int, start: int) -> bool:
+    """True if the content of the zstd frame at compressed offsets `pos`–`end`, from
+    content offset `start` on, holds a `turn/end` member (`has_turn_end`): decoded a
+    window at a time (a frame can inflate to hundreds of MB), never held whole."""
+    source = cast(IO[bytes], _FileRange(fd, pos, end))  # (what `read` it needs)
+    reader = zstandard.ZstdDecompressor().stream_reader(source)
+    tail = b""  # the end of the window before (a member cut between two)
+    try:
+        while start > 0:  # the content before `start`: passed over
+            skipped = reader.read(min(start, NEWLINE_WINDOW))
+            if not skipped:
+                return False
+            start -= len(skipped)
+        while True:
+            window = reader.read(NEWLINE_WINDOW)
+            if not window:
+                return False
+            if has_turn_end(tail + window):
+                return True
+            tail = window[-TURN_END_OVERLAP:]
+    except zstandard.ZstdError:
+        return False
+
+
 def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> bool:
     """Index the lines of the frame at `pos` without holding its content: batches of
     short lines as `_Indexer.consume` takes them, a long line decoded bounded
@@ -1541,7 +1579,13 @@ def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> b
         halt = ix.consume(data, 0, frames)
         if halt is not None:
             line_end = data.find(b"\n", halt.at) + 1
-            rest = has_turn_end(data, line_end) or _scan_rest_for_turn_end(fd, end, size)
+            # LogReader's "rest": the frame's later lines (this block's, then the
+            # frame's past it), then the compressed bytes after the frame.
+            rest = (
+                has_turn_end(data, line_end)
+                or _frame_has_turn_end(fd, pos, end, block_start + len(data))
+                or _scan_rest_for_turn_end(fd, end, size)
+            )
             ix.offset = pos
             ix.stop(halt.stop, frame_no + done + halt.index + 1, rest)
             return False
@@ -1562,7 +1606,10 @@ def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> b
         ix.line = frame_no + done
         stop = ix.consume_record(item, (pos, block_start))
         if stop is not None:
-            rest = _scan_rest_for_turn_end(fd, end, size)
+            after = block_start + item.length + 1  # the frame's lines past the long one
+            rest = _frame_has_turn_end(fd, pos, end, after) or _scan_rest_for_turn_end(
+                fd, end, size
+            )
             ix.offset = pos
             ix.stop(stop, frame_no + done + 1, rest)
             return False
@@ -1927,6 +1974,8 @@ class IndexedSession:
         `len`: the end), those in `[first_seq, hi]` unless both are None."""
         seqs = self._anchor_seqs
         stop = self._anchor_pos[j] if j < len(seqs) else self.size
+        header = self.summary.header
+        packed = formats.packed_rows(header.version if header is not None else None)
         lines: Iterable[bytes | LongRecord]
         if bounded:
             lines = self._bounded_lines(k, stop)
@@ -1947,11 +1996,11 @@ class IndexedSession:
                 if isinstance(line, LongRecord):
                     if line.error is not None:
                         break
-                    events = expand_record(line.value)
+                    events = expand_record(line.value, packed_rows=packed)
                 elif not line.strip():
                     continue
                 else:
-                    events = expand_record(loads(line))
+                    events = expand_record(loads(line), packed_rows=packed)
             except (orjson.JSONDecodeError, RecordError):
                 break
             if everything:
@@ -2256,9 +2305,23 @@ def _from_full_read(path: Path, session_id: str | None, mtime: float) -> Indexed
 
 
 def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> IndexedSession:
-    problems = (*ix.problems, *([ix.tail_problem] if ix.tail_problem else []))
-    timeline = ix.builder.snapshot()
     header = ix.header
+    # A V2+ header that says isSeeded with no inherited marker among the rows read:
+    # named as `LogReader._check_seed` names it, after the rows' problems. (Worked out
+    # here, not kept in `ix`: a log that grows may bring the marker.)
+    unseeded = (
+        header is not None
+        and ix.marker_cut
+        and bool(header.is_seeded)
+        and header.seed_length is None
+        and ix.event_count > 0
+    )
+    problems = (
+        *ix.problems,
+        *([unseeded_problem()] if unseeded else []),
+        *([ix.tail_problem] if ix.tail_problem else []),
+    )
+    timeline = ix.builder.snapshot()
     end_offsets = dict(ix.end_offsets)
     if end_offsets and ix.encoding is Encoding.RAW and header is not None:
         end_offsets[-1] = _header_end(path)

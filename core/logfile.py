@@ -108,6 +108,16 @@ def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None
     )
 
 
+def unseeded_problem() -> LogProblem:
+    """The problem of a V2+ log whose header says isSeeded but whose rows, once read,
+    hold no inherited marker (`session/end-seed {"inherited": true}`)."""
+    return LogProblem(
+        ProblemKind.ODD_EVENT,
+        "the header says isSeeded but no session/end-seed says inherited: true; "
+        "read as inheriting nothing",
+    )
+
+
 def bad_record_problem(
     message: str,
     kind: ProblemKind,
@@ -323,13 +333,7 @@ class LogReader:
         ):
             return
         rules.unseeded_reported = True
-        self._add(
-            LogProblem(
-                ProblemKind.ODD_EVENT,
-                "the header says isSeeded but no session/end-seed says inherited: true; "
-                "read as inheriting nothing",
-            )
-        )
+        self._add(unseeded_problem())
 
     def _fingerprint(self, fd: int) -> bytes | None:
         """A hash of the first block and of the last block before `offset` (the bytes

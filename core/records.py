@@ -552,14 +552,15 @@ def _number(value: Any) -> bool:
     return type(value) is int or type(value) is float
 
 
-def record_last_time(obj: Any) -> float | None:
+def record_last_time(obj: Any, *, packed_rows: bool = True) -> float | None:
     """Epoch ms of the last event a decoded record holds, as `codec.expand_record`
     times it (a missing or non-numeric time is 0; a packed row is `time0` plus its
-    deltas, added in order), or None if `expand_record` would refuse the record."""
+    deltas, added in order), or None if `expand_record` would refuse the record.
+    `packed_rows`: whether the log's version has packed rows (`expand_record`'s)."""
     if type(obj) is not dict:
         return None
     rtype = obj.get("type")
-    if rtype in PACKED_TAGS and "seq0" in obj:
+    if packed_rows and rtype in PACKED_TAGS and "seq0" in obj:
         if packed_count(obj) is None:
             return None
         time = obj.get("time0", 0)

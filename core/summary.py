@@ -759,7 +759,7 @@ def _scan(
     last_activity: int | None = None
     if events:
         last_seq = events - 1
-        last_time = record_last_time(last_obj)
+        last_time = record_last_time(last_obj, packed_rows=not marker_cut)
         last_activity = None if last_time is None else activity_of(last_time)
     return (
         header_values[0],
@@ -1067,19 +1067,6 @@ def valid_utf8(buf: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def last_activity_between(buf: bytes | mmap.mmap, start: int, end: int) -> int | None:
-    """`SessionSummary.last_activity` of a log whose records are `buf[start:end]`
-    (laid out as for `title_between`), None if its last record does not say."""
-    if end - start < 2:
-        return None
-    try:
-        obj = loads(bytes(buf[buf.rfind(b"\n", start, end - 1) + 1 : end - 1]))
-    except orjson.JSONDecodeError:
-        return None
-    time = record_last_time(obj)
-    return None if time is None else activity_of(time)
 
 
 _END_SEED: Final = b'\n{"type":"session/end-seed"'

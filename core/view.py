@@ -21,7 +21,7 @@ import msgspec
 
 from .codec import RecordError, expand_record
 from .content import Block, header_model, turn_blocks, usage_sample
-from .formats import USAGE_TYPES
+from .formats import USAGE_TYPES, packed_rows
 from .logfile import Encoding
 from .longline import LONG_LINE, LinePlace, LongRecord, lines
 from .model import TURN_END, LogProblem, SessionEvent
@@ -400,6 +400,7 @@ def scan_tokens(
             head = fh.readline(LONG_LINE)
             if not head.endswith(b"\n"):
                 return None  # no whole header line: the reader's business
+            packed = _packed_rows_of(head)
             pos = len(head)
             while pos < end:
                 if cancel is not None and cancel.is_set():
@@ -413,10 +414,10 @@ def scan_tokens(
                     if got is None:
                         return None
                     record, length = got
-                    tokens.feed(expand_record(record))
+                    tokens.feed(expand_record(record, packed_rows=packed))
                     pos += length + 1
                     continue
-                if not _feed_window(tokens, path, buf, cut, pos, end):
+                if not _feed_window(tokens, path, buf, cut, pos, end, packed):
                     return None
                 pos += cut
     except (OSError, ValueError, RecordError):
@@ -429,9 +430,23 @@ def scan_tokens(
 _SCAN_WINDOW: Final = 8 << 20
 
 
-def _feed_window(tokens: TurnTokens, path: Path, buf: bytes, cut: int, pos: int, end: int) -> bool:
+def _packed_rows_of(header_line: bytes) -> bool:
+    """Whether the rows of the log with this header line may be packed (its version's
+    rule, `formats.packed_rows`; a header that does not say: as V0)."""
+    try:
+        header = loads(header_line)
+    except ValueError:  # (orjson.JSONDecodeError)
+        return True
+    version = header.get("version") if isinstance(header, dict) else None
+    return packed_rows(version if type(version) is int else None)
+
+
+def _feed_window(
+    tokens: TurnTokens, path: Path, buf: bytes, cut: int, pos: int, end: int, packed: bool
+) -> bool:
     """Feed the lines of `buf[:cut]` (whole lines at file offset `pos`) that can
-    matter, in order; False if one does not decode."""
+    matter, in order; False if one does not decode. `packed`: the log's version has
+    packed rows."""
     found: set[int] = set()
     find, rfind = buf.find, buf.rfind
     for needle in USAGE_NEEDLES:  # memchr-speed searches, as `usage.fold_bytes` does
@@ -446,9 +461,9 @@ def _feed_window(tokens: TurnTokens, path: Path, buf: bytes, cut: int, pos: int,
             got = _long_line(path, pos + start, end)
             if got is None:
                 return False
-            tokens.feed(expand_record(got[0]))
+            tokens.feed(expand_record(got[0], packed_rows=packed))
             continue
-        tokens.feed(expand_record(loads(buf[start:stop])))
+        tokens.feed(expand_record(loads(buf[start:stop]), packed_rows=packed))
     return True
 
 

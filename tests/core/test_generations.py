@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from turnline.core import formats
+from turnline.core.index import index_log
 from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind
 from turnline.core.root import SessionRoot
@@ -21,6 +22,7 @@ from turnline.core.view import SessionView
 from turnline.core.watcher import RootWatcher, SessionAdded, SessionRemoved
 
 from ..conftest import FIXTURES
+from .test_index import assert_same, full_read
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "dsh-generations"
 V5_SAMPLES = sorted((DATA / "v5").rglob("session.v5.jsonl"))
@@ -286,6 +288,34 @@ def test_a_seeded_v5_header_without_its_marker_is_named(tmp_path: Path) -> None:
     contents = read_log(path)
     assert ProblemKind.ODD_EVENT in [p.kind for p in contents.problems]
     assert summarize(path).seed_length is None
+    # A big log is indexed: the index names it too, where the full reader does.
+    for block in (256, 1 << 20):
+        assert_same(index_log(path, block_size=block), full_read(path))
+    # A bad row before any marker: named after the row's problem, as the reader does.
+    rows.insert(3, {"type": "step/start", "time": 1, "data": {}})
+    path = write_lines(tmp_path / "bad" / "session.v5.jsonl", rows)
+    assert_same(index_log(path, block_size=256), full_read(path))
+    assert index_log(path).problems[-1].kind is ProblemKind.ODD_EVENT
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_a_v5_row_with_a_packed_rows_tag_and_seq0_is_a_plain_event(
+    tmp_path: Path, last: bool
+) -> None:
+    """From V2 on no row is packed: a `text-chunks` row with a `seq0` beside its seq is
+    one plain event to the full reader, so the index reads it (its range reads and the
+    log's last activity included) as one too."""
+    rows = persisted(lines_of(V5_SAMPLES[0]))
+    n = rows[-1]["seq"] + 1
+    odd = {"type": "text-chunks", "seq": n, "seq0": n, "time": rows[-1]["time"] + 7}
+    rows.append(odd)
+    if not last:
+        rows.append({"type": "step/end", "seq": n + 1, "time": rows[-2]["time"] + 9})
+    path = write_lines(tmp_path / "session.v5.jsonl", rows)
+    for block in (256, 1 << 20):
+        ix = index_log(path, block_size=block)
+        assert_same(ix, full_read(path))
+        assert ix.summary.last_activity == full_read(path).summary.last_activity
 
 
 def test_an_untagged_end_seed_is_not_a_cut(tmp_path: Path) -> None:

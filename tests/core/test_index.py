@@ -444,3 +444,30 @@ def test_bytes_that_are_not_utf8_clear_the_utf8_flag(tmp_path: Path) -> None:
     assert index_log(clean).utf8
     assert not index_log(dirty).utf8
     assert {p.kind for p in full_read(dirty).summary.problems} == {ProblemKind.CORRUPT}
+
+
+@pytest.mark.parametrize("bad", [b'{"bad json\n', b'{"type":"text-chunks","seq0":1}\n'])
+@pytest.mark.parametrize("block", [64, 256, 4096])
+def test_a_bad_line_in_a_zstd_frame_bigger_than_a_block(
+    tmp_path: Path, bad: bytes, block: int
+) -> None:
+    """A frame bigger than a block is read a block at a time (`_index_big_frame`). A bad
+    line with a `turn/end` later in the same frame, past the block it is in, makes the
+    log corrupt, not torn, as the full reader (which holds the frame) says."""
+    header = _line(HEADER)
+    frame = (
+        b'{"type":"step/end","seq":0,"time":1,"data":{}}\n'
+        + bad
+        + b'{"type":"step/end","seq":1,"time":2,"data":{}}\n'
+        + b"".join(
+            b'{"type":"request/context","seq":%d,"time":3,"data":{"x":"%s"}}\n' % (k, b"x" * 40)
+            for k in range(2, 40)
+        )
+        + b'{"type":"turn/end","seq":40,"time":4,"data":{"turn":1,"reason":{"kind":"completed"}}}\n'
+    )
+    cctx = zstandard.ZstdCompressor()
+    log = tmp_path / "session.jsonl.zstd"
+    log.write_bytes(cctx.compress(header) + cctx.compress(frame))
+    ix = index_log(log, block_size=block)
+    assert_same(ix, full_read(log))
+    assert ProblemKind.TORN_TAIL not in {p.kind for p in ix.problems}
