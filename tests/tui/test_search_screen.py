@@ -3,6 +3,7 @@ highlighted in the detail pane (n / N move), snapshots."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,20 @@ def test_a_highlighted_match_snapshot(snap_compare: Any, tmp_path: Path) -> None
         await pilot.pause(0.2)
 
     assert snap_compare(TurnlineApp(root, tz=UTC), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.skipif(not hasattr(os, "fsencode"), reason="POSIX file names")
+async def test_a_log_whose_path_is_not_utf8_is_said_unsearched(tmp_path: Path) -> None:
+    """The catalog cannot hold such a path (`Catalog.unstorable`): the status line says
+    how many logs were not searched, beside the hits of the others."""
+    family = make_family(tmp_path / "root")
+    odd = os.fsencode(family.parent.parent.parent) + b"/odd-\xff"
+    os.makedirs(odd)
+    with open(family.parent, "rb") as src, open(odd + b"/session.jsonl", "wb") as dst:
+        dst.write(src.read())
+    app = TurnlineApp(family.root, tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _search(pilot, "tokenizer")
+        status = screen.query_one("#search-status")
+        await wait_for(pilot, lambda: "1 log not searched: path not UTF-8" in str(status.render()))
+        assert all("odd-" not in h.path for h in screen.hits)

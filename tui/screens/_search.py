@@ -246,6 +246,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
         hits: list[Hit],
         total: int,
         options: tuple[tuple[str, ...], bool] | None = None,
+        unsearched: int = 0,
     ) -> None:
         if self.query_one(Input).value != query:
             return  # typed on meanwhile
@@ -256,6 +257,9 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
         results.clear_options()
         results.add_options([Option(hit_prompt(h)) for h in hits])
         more = f" (showing {len(hits)})" if total > len(hits) else ""
+        if unsearched:  # (the catalog cannot hold their paths: `Catalog.unstorable`)
+            logs = f"{unsearched} log{'s' if unsearched != 1 else ''}"
+            more += f" · {logs} not searched: path not UTF-8"
         self._status(f"{total} hit{'s' if total != 1 else ''}{more}")
 
     def _run(self, query: str) -> None:
@@ -297,6 +301,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
                 limit=LIMIT,
                 refresh=False,
             )
+            unsearched = len(catalog.unstorable)
         except QueryError as exc:
             self.app.call_from_thread(self._status, str(exc))
             return
@@ -304,5 +309,10 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
             catalog.close()
         if not worker.is_cancelled:
             self.app.call_from_thread(
-                self._show, query, result.hits, result.total, (fields, include_inherited)
+                self._show,
+                query,
+                result.hits,
+                result.total,
+                (fields, include_inherited),
+                unsearched,
             )
