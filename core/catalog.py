@@ -1076,8 +1076,8 @@ def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:
         except Exception:  # not JSON (or too deep for it): LogReader says what it is
             return None
         rtype = obj.get("type") if type(obj) is dict else None
-        if type(rtype) is not str or line[9:quote] != rtype.encode():
-            return None
+        if type(rtype) is not str or line[9:quote] != rtype.encode("utf-8", "surrogatepass"):
+            return None  # (a type holding a lone surrogate differs too: LogReader reads it)
         if not packed and "seq0" in obj:
             return None  # no packed rows from V2 on: LogReader names the row
         if rtype in wanted:

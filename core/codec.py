@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-import orjson
-
 from . import formats
 from .model import (
     FORMAT_VERSION,
@@ -20,6 +18,7 @@ from .model import (
     ProblemKind,
     SessionEvent,
     SessionHeader,
+    json_line,
 )
 
 #: Packed row tag -> (assistant/chunk delta kind, name of the per-member array).
@@ -388,7 +387,7 @@ def encode_records(events: Sequence[SessionEvent], *, pack: bool = True) -> Iter
             yield _pack_row(events[i:j], key)
             i = j
         else:
-            yield orjson.dumps(events[i].to_json_dict()) + b"\n"
+            yield json_line(events[i].to_json_dict())
             i += 1
 
 
@@ -407,7 +406,7 @@ def _pack_row(run: Sequence[SessionEvent], key: tuple[Any, ...]) -> bytes:
         data["texts"] = [e.data["chunk"]["text"] for e in run]
         tag = _PACKABLE[kind]
     row = {"type": tag, "seq0": first.seq, "time0": first.time, "data": data}
-    return orjson.dumps(row) + b"\n"
+    return json_line(row)
 
 
 def encode_log(

@@ -238,7 +238,7 @@ def _structural(line: bytes, kind: str, packed_rows: bool) -> _Structural | None
     if kind in _LIGHT_TYPES:
         try:
             fields = _light_fields(kind, _decode_light(line))
-        except msgspec.DecodeError:
+        except HeadError:
             fields = None  # e.g. data that is not an object: decoded whole below
         if fields is not None:
             return fields
@@ -264,7 +264,7 @@ def _light_batch(
     else:
         try:
             light_records = _decode_light_lines(b"\n".join([lines[i] for i in light]))
-        except msgspec.DecodeError:
+        except HeadError:
             light_records = None
     for k, i in enumerate(light):
         kind = kind_of[i]
@@ -305,7 +305,7 @@ def _packed_rows(
     else:
         try:
             rows = _decode_packed_lines(b"\n".join([lines[i] for i in packed]))
-        except msgspec.DecodeError:
+        except HeadError:
             return None
     out: list[tuple[int, int]] = []
     for i, row in zip(packed, rows, strict=True):
@@ -598,7 +598,7 @@ class _Indexer:
         records: list[Any] | None
         try:
             records = _batch_decoder(self.packed_rows)(block)
-        except msgspec.DecodeError:
+        except HeadError:
             records = None
         heads: list[Any]
         types: dict[int, str]  # of the special lines only
@@ -1444,8 +1444,9 @@ def _prefix_error(prefix: bytes) -> str | None:
         why = str(exc)
         chars = len(prefix.decode("utf-8", "ignore"))  # orjson counts characters
         if exc.pos < chars - 8 and not any(
-            word in why for word in ("end of data", "UTF-8", "surrogate", "infinity", "depth")
-        ):
+            word in why
+            for word in ("end of data", "UTF-8", "surrogate", "infinity", "depth", "allocate")
+        ):  # ("failed to allocate memory": orjson's word for a cut-off deep nesting)
             return why
     return None
 

@@ -28,6 +28,36 @@ TURN_END: Final = "turn/end"
 END_SEED: Final = "session/end-seed"
 
 
+def json_line(value: Any) -> bytes:
+    """`value` as one `\\n`-terminated JSON line, as dsh's `JSON.stringify` writes it.
+
+    orjson writes it, unless a string holds a lone surrogate (read from a log's
+    `"\\ud83d"`, half an emoji), which UTF-8 cannot hold: then the standard library's
+    `json` writes it, each lone surrogate as its escape (lower-case hex, as JavaScript
+    writes one), every other character as itself, and a number that is not finite as
+    `null` (as orjson and `JSON.stringify` write it)."""
+    try:
+        return orjson.dumps(value) + b"\n"
+    except TypeError:
+        import json
+        import re
+
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
+        text = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+        return text.encode("utf-8") + b"\n"
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each float that is not finite made None (what orjson writes)."""
+    if isinstance(value, float):
+        return value if value - value == 0 else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class SessionEvent:
     """One decoded event of a session log.
@@ -134,7 +164,7 @@ class SessionHeader:
 
     def to_json_line(self) -> bytes:
         """The header as one `\\n`-terminated JSON line."""
-        return orjson.dumps(self.to_json_dict()) + b"\n"
+        return json_line(self.to_json_dict())
 
 
 class ProblemKind(StrEnum):

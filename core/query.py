@@ -66,6 +66,14 @@ class Term(NamedTuple):
 def parse_query(query: str) -> list[Term]:
     """Terms of a QUERY; raises `QueryError` for an empty or malformed one."""
     terms: list[Term] = []
+    if not query.isascii():
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a byte of a shell argument that is not UTF-8
+            raise QueryError(
+                f"the query is not UTF-8 text (byte 0x{ord(exc.object[exc.start]) & 0xFF:02x}"
+                f" at character {exc.start + 1}): the logs' text is"
+            ) from None
     rest = unicodedata.normalize("NFC", query)
     if rest.count('"') % 2:
         raise QueryError('unbalanced quote in the query: close the phrase with "')

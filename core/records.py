@@ -100,7 +100,7 @@ def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
     (then decode the line whole and ask `packed_count`)."""
     try:
         head = _decode_packed(line)
-    except msgspec.DecodeError:
+    except HeadError:
         return None
     members = head.data.args if PACKED_TAGS[tag][1] == "args" else head.data.texts
     if not members or len(head.data.dt) != len(members) - 1:
@@ -110,8 +110,10 @@ def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
 
 #: Decodes one record line (bytes) into a `RecordHead`.
 decode_head: Final = msgspec.json.Decoder(RecordHead).decode
-#: Errors `decode_head` raises for a line it does not take (`ValidationError` included).
-HeadError: Final = msgspec.DecodeError
+#: Errors `decode_head` raises for a line it does not take (`ValidationError` included;
+#: `RecursionError` for a value nested past the interpreter's limit): the line is then
+#: read as the full reader reads it.
+HeadError: Final = (msgspec.DecodeError, RecursionError)
 
 
 #: A record's `data` when it has none (what `dict.get("data")` gives: None).
@@ -153,7 +155,7 @@ def packed_row_counts(rows: Sequence[ListingHead]) -> list[int] | None:
         return None
     try:
         packed = _decode_packed_data_lines(b"\n".join([row.data for row in rows]))
-    except msgspec.DecodeError:
+    except HeadError:
         return None
     if len(packed) != len(rows):
         return None  # (cannot happen: each data is one whole JSON value)
@@ -187,7 +189,7 @@ def has_reason_kind_raw(data: msgspec.Raw) -> bool:
     """
     try:
         _decode_turn_end_data(data)
-    except msgspec.DecodeError:
+    except HeadError:
         return False
     return True
 

@@ -403,6 +403,11 @@ class UnknownSessionError(QueryError):
 
 def _has_session(db: sqlite3.Connection, session: str) -> bool:
     """True if a log of the catalog has an id starting with `session`, or that path."""
+    if not session.isascii():
+        try:
+            session.encode("utf-8")
+        except UnicodeEncodeError:  # not UTF-8 (a byte of a shell argument): none has it
+            return False
     row = db.execute(
         "SELECT 1 FROM logs WHERE substr(session, 1, ?) = ? OR path = ? LIMIT 1",
         (len(session), session, session),

@@ -851,7 +851,11 @@ def _count_block(
         classes.count(LISTED_USER),
         classes.count(LISTED_END_SEED),
     )
-    return expected, last, listed_turn_kinds(classes), tally, _listed_title(listed, classes, tally)
+    try:
+        title = _listed_title(listed, classes, tally)
+    except orjson.JSONDecodeError:
+        return None  # a title's data the full reader refuses (an integer past 4,300 digits)
+    return expected, last, listed_turn_kinds(classes), tally, title
 
 
 def _listed_title(listed: list[Any], classes: list[type], tally: Tally) -> str | None:

@@ -732,7 +732,7 @@ def _rows_of(data: bytes, start: int) -> list[_Row] | None:
     a row may be odd): the needle search and the full reader decide then."""
     try:
         return _decode_rows(memoryview(data)[start:])
-    except msgspec.DecodeError:  # (ValidationError included)
+    except (msgspec.DecodeError, RecursionError):  # (ValidationError included; too deep)
         return None
 
 

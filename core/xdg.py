@@ -79,3 +79,5 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(path, f"is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, f"is not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # (`tomllib` parses nested arrays and tables recursively)
+        raise ConfigError(path, "is nested too deeply to read (arrays or tables)") from exc

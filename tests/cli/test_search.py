@@ -343,3 +343,32 @@ def test_a_log_whose_path_is_not_utf8_is_said_unsearched(
         assert "not searched: 1 log whose path is not UTF-8" in err
         assert "odd-\ufffd" in err  # shown safely
         assert [h["session"] for h in json.loads(out)["hits"]] == ["P"]
+
+
+def test_odd_search_input_is_said_not_a_traceback(root: Path, tmp_path: Path) -> None:
+    """A record whose type holds a lone surrogate is read (its log still found), and a
+    query or `--session` holding a byte that is not UTF-8 (a shell can pass one) is a
+    clear error, through both doors."""
+    _raw_log(
+        root / "t" / "session.jsonl",
+        [
+            '{"type":"session","version":0,"id":"T","createdAt":1,"cwd":"/w"}',
+            '{"type":"x\\ud83d","seq":0,"time":1,"data":{}}',
+            '{"type":"turn/start","seq":1,"time":2,"data":{"turn":1}}',
+            '{"type":"user/message","seq":2,"time":3,"data":{"role":"user","content":'
+            '[{"type":"text","text":"oddtypeword"}],"source":{"kind":"user"}}}',
+            '{"type":"turn/end","seq":3,"time":4,"data":{"turn":1,"reason":{"kind":"completed"}}}',
+        ],
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for front in (False, True):
+        code, out, err = _console(["search", str(root), "oddtypeword", "--json"], env, front)
+        assert code == 0 and "Traceback" not in err, err
+        assert [h["session"] for h in json.loads(out)["hits"]] == ["T"]
+    code, out, err = _console(["search", str(root), "ab\udcffc", "--json"], env, True)
+    assert code == 1 and "Traceback" not in err
+    assert json.loads(out)["error"]["code"] == "BAD_QUERY" and "not UTF-8" in out
+    argv = ["search", str(root), "zebracorn", "--session", "\udcff", "--json"]
+    code, out, err = _console(argv, env, True)
+    assert code == 1 and "Traceback" not in err
+    assert json.loads(out)["error"]["code"] == "SESSION_NOT_FOUND"

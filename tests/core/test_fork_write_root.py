@@ -54,3 +54,26 @@ def test_a_folder_root_is_its_own_write_root(tmp_path: Path) -> None:
     _parent(tmp_path / "sessions")
     root = SessionRoot(tmp_path / "sessions")
     assert root.write_root == root.path
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_a_lone_surrogate_in_the_header_and_the_seed_is_written_as_dsh_writes_it(
+    tmp_path: Path, zstd: bool
+) -> None:
+    """A header's cwd and a seed event's text holding a lone surrogate (read from
+    `"\\ud83d"`): the child's header (and a zstd child's re-encoded seed) write it as
+    that escape, as `JSON.stringify` does (orjson cannot write it at all), and the
+    child reads back the same values."""
+    header = SessionHeader(id="p-1", created_at=5, cwd="/w/app\ud83d", delegation_depth=0)
+    records = turn_records(0, 1)
+    records[1]["data"] = {**records[1]["data"], "note": "half \ud83d emoji"}  # type: ignore[dict-item]
+    log = write_log(tmp_path / "sessions", header, as_events(records), zstd=zstd)
+    root = SessionRoot(tmp_path / "sessions")
+    result = root.fork(str(log), 3, "kid")
+    child = root.load(root.resolve("kid"))
+    assert child.summary.header is not None and child.summary.header.cwd == "/w/app\ud83d"
+    parent = root.load(root.resolve("p-1"))
+    assert [e.data for e in child.events[:4]] == [e.data for e in parent.events[:4]]
+    assert not child.summary.problems
+    if not zstd:
+        assert b'"cwd":"/w/app\\ud83d"' in result.child.path.read_bytes().split(b"\n")[0]

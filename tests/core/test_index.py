@@ -229,6 +229,27 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         + b"".join(_line(r) for r in turn_records(5, 2)),
         {ProblemKind.BAD_PACKED_ROW},
     ),
+    # msgspec raises RecursionError (not a decode error) past the interpreter's depth;
+    # orjson, the full reader's, refuses the line.
+    "a record nested 3,000 deep": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"step/end","seq":4,"time":1,"data":'
+        + b"[" * 3000
+        + b"]" * 3000
+        + b"}\n"
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
+    # `json` (the fallback for a line orjson refuses) refuses an integer past 4,300
+    # digits, as orjson does one past a double.
+    "a title whose data holds an integer of 5,000 digits": (
+        b"".join(_line(r) for r in [HEADER, *turn_records(0, 1)])
+        + b'{"type":"session/title","seq":4,"time":1,"data":{"title":"t","n":'
+        + b"7" * 5000
+        + b"}}\n"
+        + b"".join(_line(r) for r in turn_records(5, 2)),
+        {ProblemKind.CORRUPT},
+    ),
     # What the bulk path (`_consume_bulk`: one msgspec call for a batch) must refuse
     # or read exactly as the full reader does.
     "two records on one line and one over two lines": (

@@ -27,3 +27,14 @@ def test_bad_toml_names_the_file_and_line(tmp_path: Path) -> None:
     good = tmp_path / "ok.toml"
     good.write_text('[resume]\ncommand = "x {id}"\n')
     assert load_toml(good) == {"resume": {"command": "x {id}"}}
+
+
+@pytest.mark.parametrize("nested", ["a = " + "[" * 5000 + "]" * 5000, "a = " + "{ b = " * 3000])
+def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path, nested: str) -> None:
+    """`tomllib` recurses into nested arrays and inline tables: past the interpreter's
+    depth it raises RecursionError, which is said as a config error, not a traceback."""
+    bad = tmp_path / "prices.toml"
+    bad.write_text(nested + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_toml(bad)
+    assert str(bad) in str(info.value) and "nested too deeply" in str(info.value)
