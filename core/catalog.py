@@ -888,8 +888,9 @@ def holdable(path: str) -> bool:
 def _storable(text: str | None) -> str | None:
     """`text` as SQLite can hold it: a lone surrogate (JSON's "\ud83d" alone, as a
     stream cut inside an emoji leaves it) becomes U+FFFD, as every view shows it
-    (`textsafe`). Only a log's id and title are stored so: they are shown with a hit,
-    never looked up (its summary, kept whole, is the exact one)."""
+    (`textsafe`). Only a log's id, title and parent id are stored so: shown with a hit
+    and matched with each other (the ids alike), never looked up by a caller (the
+    log's summary, kept whole, is the exact one)."""
     if text is None or text.isascii():
         return text
     try:
