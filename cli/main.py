@@ -820,7 +820,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         plural = "s" if len(unsearched) > 1 else ""
         _write(
             sys.stderr,
-            f"turnline: not searched: {len(unsearched)} log{plural} whose path is not UTF-8"
+            f"turnline: not searched: {len(unsearched)} log{plural} whose path (or the"
+            " session id its folder names) is not UTF-8"
             f" ({shown}{more})\n",
         )
     if args.json:

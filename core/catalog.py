@@ -192,8 +192,9 @@ class Catalog:
         #: The last walk's watch rows and whether it met no error (see `changes`).
         self._pending_watch: list[tuple[str, int, int, int, int]] = []
         self._pending_clean = False
-        #: Logs and folders the last walk found whose path SQLite cannot hold (not
-        #: UTF-8: `holdable`), so they are not in the catalog: a search says so.
+        #: Logs and folders the last walk found whose path, or the session id their
+        #: folder names, SQLite cannot hold (not UTF-8: `holdable`; dsh's folder name
+        #: `~D83D` is a lone surrogate), so they are not in the catalog: a search says so.
         self.unstorable: list[str] = []
 
     @classmethod
@@ -356,7 +357,7 @@ class Catalog:
         unstorable: list[str] = []
         for item in _walk([item_root], set(), top=top, listing=listing):
             if item[0] == "log":
-                if holdable(item[1]):
+                if holdable(item[1]) and (item[2] is None or holdable(item[2])):
                     found[item[1]] = item[2]
                 else:
                     unstorable.append(item[1])
@@ -539,7 +540,10 @@ class Catalog:
         """(Re-)index one log, in one transaction: appended turns only when the log
         grew in place after the last complete turn indexed, else from scratch."""
         path_str = str(path)
-        if not holdable(path_str):
+        from .root import layout_session_id
+
+        layout_id = layout_session_id(Path(path_str))
+        if not holdable(path_str) or (layout_id is not None and not holdable(layout_id)):
             return  # not held (see `unstorable`)
         row = self.db.execute(
             "SELECT layout, dev, ino, size, resume_offset, resume_seq, resume_turns, inode_gen "
@@ -562,7 +566,7 @@ class Catalog:
         them (and a pool can be had), written here in bulk, `BATCH` logs per
         transaction. `jobs` are `changes()` jobs, or plain paths."""
         work = [j if isinstance(j, tuple) else self._job(str(j)) for j in jobs]
-        work = [j for j in work if holdable(j[0])]  # (see `unstorable`)
+        work = [j for j in work if holdable(j[0]) and (j[1] is None or holdable(j[1]))]
         total = len(work)
         done = 0
         if progress is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from textual.app import SuspendNotSupported
 from textual.binding import Binding, BindingType
 from turnline.core.summary import SessionSummary
-from turnline.core.textsafe import one_line
+from turnline.core.textsafe import no_surrogates, one_line
 from turnline.core.timeline import Turn
 from turnline.core.view import SessionView
 from turnline.core.xdg import ConfigError
@@ -214,7 +214,9 @@ class AfterForkActions:
         if summary is None:
             self._say("no session is highlighted", title="Copy", warning=True)
             return
-        self._app().copy_to_clipboard(summary.id)
+        # (A lone surrogate, which no clipboard can take as UTF-8, goes as U+FFFD, as
+        # it is shown.)
+        self._app().copy_to_clipboard(no_surrogates(summary.id))
         self._say(f"copied {one_line(summary.id)}", title="Copy")
 
     def action_open_turn(self) -> None:

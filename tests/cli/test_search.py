@@ -340,7 +340,7 @@ def test_a_log_whose_path_is_not_utf8_is_said_unsearched(
     for _ in range(2):
         code, out, err = _console(["search", str(root), "zebracorn", "--json"], env, front)
         assert code == 0 and "Traceback" not in err, err
-        assert "not searched: 1 log whose path is not UTF-8" in err
+        assert "not searched: 1 log whose path (or the session id its folder names)" in err
         assert "odd-\ufffd" in err  # shown safely
         assert [h["session"] for h in json.loads(out)["hits"]] == ["P"]
 
@@ -372,3 +372,22 @@ def test_odd_search_input_is_said_not_a_traceback(root: Path, tmp_path: Path) ->
     code, out, err = _console(argv, env, True)
     assert code == 1 and "Traceback" not in err
     assert json.loads(out)["error"]["code"] == "SESSION_NOT_FOUND"
+
+
+@pytest.mark.parametrize("front", [False, True])
+def test_a_log_whose_folder_names_a_lone_surrogate_is_said_unsearched(
+    root: Path, tmp_path: Path, front: bool
+) -> None:
+    """dsh's folder name `~D83D` is the session id "\\ud83d" (a lone surrogate), which
+    SQLite cannot hold: left out of the catalog and said so, as a path that is not
+    UTF-8 is (it raised UnicodeEncodeError)."""
+    write(
+        root / "--w--" / "~D83D" / "session.jsonl",
+        SessionHeader("V", 5, cwd="/w", delegation_depth=0),
+        turn(0, 1, "zebracorn here too", "ok"),
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code, out, err = _console(["search", str(root), "zebracorn", "--json"], env, front)
+    assert code == 0 and "Traceback" not in err, err
+    assert "not searched: 1 log" in err
+    assert [h["session"] for h in json.loads(out)["hits"]] == ["P"]

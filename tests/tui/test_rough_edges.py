@@ -4,6 +4,7 @@ the search screen's fields and inherited copies, the usage and compare screens a
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC
 from pathlib import Path
 
@@ -232,3 +233,46 @@ async def test_the_compare_screen_fits_both_sides(tmp_path: Path, size: tuple[in
         assert right_turn.region.right <= screen.size.width
         assert "question 3: right work" in str(right_turn.content)
         assert screen.query_one("#outcomes", Static).region.height == 3  # two lines + rule
+
+
+async def test_usage_of_a_log_whose_times_pass_the_calendar_does_not_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time past 64 bits (read as a float of 10^29 ms) names no date: such a day is
+    not plotted, and the screen opens (it raised OverflowError)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    events = [
+        dataclasses.replace(e, time=123456789012345678901234567890) for e in readable_events()
+    ]
+    path = write_session(tmp_path / "root", SessionHeader(id="far", created_at=T0, cwd=CWD), events)
+    app = TurnlineApp(tmp_path / "root", tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_usage(path)(pilot)
+        assert isinstance(app.screen, UsageScreen)
+        assert app.is_running and app._exception is None
+        assert not list(app.screen.query_one("#usage-days", Sparkline).data or [])
+
+
+async def test_y_copies_an_id_holding_a_lone_surrogate(tmp_path: Path) -> None:
+    """No clipboard takes a lone surrogate as UTF-8: the id goes as it is shown."""
+    path = write_session(
+        tmp_path / "root",
+        SessionHeader(id="ab\ud83d", created_at=T0, cwd=CWD),
+        readable_events(),
+    )
+    app = TurnlineApp(tmp_path / "root", tz=UTC)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        app.open_session(path)
+        await wait_for(pilot, lambda: app.view is not None and app.view.path == path)
+        copied: list[str] = []
+        real = app.copy_to_clipboard
+
+        def copy(text: str) -> None:
+            copied.append(text)
+            real(text)  # Textual's own (OSC 52) raised UnicodeEncodeError on it
+
+        app.copy_to_clipboard = copy  # type: ignore[method-assign]
+        await pilot.press("y")
+        await pilot.pause()
+        assert copied == ["ab\ufffd"] and app.is_running and app._exception is None

@@ -259,7 +259,7 @@ class SearchScreen(ModalScreen[SearchChoice | None]):
         more = f" (showing {len(hits)})" if total > len(hits) else ""
         if unsearched:  # (the catalog cannot hold their paths: `Catalog.unstorable`)
             logs = f"{unsearched} log{'s' if unsearched != 1 else ''}"
-            more += f" · {logs} not searched: path not UTF-8"
+            more += f" · {logs} not searched: path or id not UTF-8"
         self._status(f"{total} hit{'s' if total != 1 else ''}{more}")
 
     def _run(self, query: str) -> None:

@@ -32,6 +32,10 @@ from .._text import line
 from ..messages import RootChanged, RootSnapshot
 from ..widgets._footer import KeyFooter
 
+#: The days (since 1970-01-01) of `datetime.date.min` and `datetime.date.max`.
+_FIRST_DAY = (datetime.date.min - datetime.date(1970, 1, 1)).days
+_LAST_DAY = (datetime.date.max - datetime.date(1970, 1, 1)).days
+
 
 class UsageScreen(Screen[Path | None]):
     """Usage of a session and its subtree; dismisses with the log to open (or None)."""
@@ -238,7 +242,9 @@ class UsageScreen(Screen[Path | None]):
             )
         priced = prices is not None
         per_day = usage.totals.cost_by_day(prices) if priced else usage.totals.tokens_by_day()
-        days = sorted(per_day)
+        # A day outside the calendar's years 1 to 9999 (a log's time past them counts as
+        # no time, as everywhere else) is not plotted: no date names it.
+        days = sorted(d for d in per_day if _FIRST_DAY <= d <= _LAST_DAY)
         what = "cost" if priced else "tokens"
         series: list[float]
         if len(days) == 1:
