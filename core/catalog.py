@@ -55,7 +55,7 @@ from .fresh import (
     write_fresh,
 )
 from .query import Links, pack_links, read_links
-from .textsafe import no_surrogates
+from .textsafe import no_surrogates, utf8_text
 
 if TYPE_CHECKING:
     from .summary import SessionSummary
@@ -880,13 +880,7 @@ def _upsert(db: sqlite3.Connection, item: _Extracted, log_id: int | None) -> int
 def holdable(path: str) -> bool:
     """True if SQLite can hold `path` as text: it is UTF-8 (a file name that is not
     decodes with lone surrogates, which UTF-8 cannot encode)."""
-    if path.isascii():
-        return True
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return utf8_text(path)
 
 
 def _storable(text: str | None) -> str | None:
@@ -895,13 +889,7 @@ def _storable(text: str | None) -> str | None:
     (`textsafe`). Only a log's id, title and parent id are stored so: shown with a hit
     and matched with each other (the ids alike), never looked up by a caller (the
     log's summary, kept whole, is the exact one)."""
-    if text is None or text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return no_surrogates(text)
-    return text
+    return text if text is None or utf8_text(text) else no_surrogates(text)
 
 
 def _delete_docs(db: sqlite3.Connection, log_id: int, keep_before: int | None) -> None:

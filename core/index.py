@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import IO, Any, Final, Union, cast, overload
+from typing import Any, Final, Union, overload
 
 import msgspec
 import orjson
@@ -185,12 +185,9 @@ def _light_fields(kind: str, light: Any) -> tuple[str, int, int | float, Any] | 
     its type, seq, time and a data dict holding every key the timeline reads; None
     where orjson would read a number of those differently (past 64 bits). `light`
     is a `_LightRecord` or a `_LightKind` of type `kind`."""
-    time = light.time
-    if type(time) is int:
-        if time not in _ORJSON_INTS:
-            return None
-    elif type(time) is not float:
-        time = 0  # as `expand_record` takes a time that is not a number
+    time = _light_time(light.time)
+    if time is None:
+        return None
     data: Any = light.data
     if data is not None:
         data = _light_dict(data)
@@ -198,6 +195,14 @@ def _light_fields(kind: str, light: Any) -> tuple[str, int, int | float, Any] | 
         if type(turn) is int and turn not in _ORJSON_INTS:
             return None
     return kind, light.seq, time, data
+
+
+def _light_time(time: Any) -> int | float | None:
+    """A light record's time as `expand_record` takes it (one that is not a number is
+    0); None where orjson would read it differently (an integer past 64 bits)."""
+    if type(time) is int:
+        return time if time in _ORJSON_INTS else None
+    return time if type(time) is float else 0
 
 
 def _light_dict(data: _LightData) -> dict[str, Any]:
@@ -217,12 +222,9 @@ def _light_item(kind: str, light: Any) -> tuple[str, int, int | float, Any] | No
     for one outside a turn. None in the same cases."""
     if kind not in _COUNTED_TYPES:
         return _light_fields(kind, light)
-    time = light.time
-    if type(time) is int:
-        if time not in _ORJSON_INTS:
-            return None
-    elif type(time) is not float:
-        time = 0
+    time = _light_time(light.time)
+    if time is None:
+        return None
     data = light.data
     if data is not None:
         turn = data.turn
@@ -601,12 +603,18 @@ class _Indexer:
         except HeadError:
             records = None
         heads: list[Any]
-        types: dict[int, str]  # of the special lines only
         if records is not None:
             heads = records
-            if len(heads) != n:
+        else:
+            try:
+                heads = _decode_head_lines(block)
+            except HeadError:
                 return False
-            seqs = list(map(_SEQ, heads))
+        if len(heads) != n:
+            return False
+        seqs = list(map(_SEQ, heads))
+        types: dict[int, str]  # of the special lines only
+        if records is not None:
             # Only the special lines (structural, packed) are looked at one by one: the
             # union's kinds tell them apart in C, and only their types are looked up.
             kinds = list(map(type, records))
@@ -617,14 +625,7 @@ class _Indexer:
             if None in seqs and seqs.count(None) != [seqs[i] for i in odd].count(None):
                 return False  # a plain line with no integer seq: read line by line
         else:
-            try:
-                heads = _decode_head_lines(block)
-            except HeadError:
-                return False
-            if len(heads) != n:
-                return False
             every = list(map(_TYPE, heads))
-            seqs = list(map(_SEQ, heads))
             odd = [
                 i
                 for i, t, q in zip(range(n), every, seqs, strict=True)
@@ -1521,41 +1522,16 @@ class _BigFrame(msgspec.Struct, frozen=True):
     ends_with_newline: bool
 
 
-class _FileRange:
-    """The bytes `pos`–`end` of an open file, as a stream (`read`) for zstandard."""
-
-    def __init__(self, fd: int, pos: int, end: int) -> None:
-        self.fd, self.pos, self.end = fd, pos, end
-
-    def read(self, n: int = -1) -> bytes:
-        want = self.end - self.pos if n < 0 else min(n, self.end - self.pos)
-        data = os.pread(self.fd, want, self.pos) if want > 0 else b""
-        self.pos += len(data)
-        return data
-
-
-def _frame_has_turn_end(fd: int, pos: int, end: int, start: int) -> bool:
+def _frame_has_turn_end(path: Path, pos: int, end: int, start: int) -> bool:
     """True if the content of the zstd frame at compressed offsets `pos`–`end`, from
     content offset `start` on, holds a `turn/end` member (`has_turn_end`): decoded a
-    window at a time (a frame can inflate to hundreds of MB), never held whole."""
-    source = cast(IO[bytes], _FileRange(fd, pos, end))  # (what `read` it needs)
-    reader = zstandard.ZstdDecompressor().stream_reader(source)
+    window at a time (`LinePlace.windows`: a frame can inflate to hundreds of MB)."""
     tail = b""  # the end of the window before (a member cut between two)
-    try:
-        while start > 0:  # the content before `start`: passed over
-            skipped = reader.read(min(start, NEWLINE_WINDOW))
-            if not skipped:
-                return False
-            start -= len(skipped)
-        while True:
-            window = reader.read(NEWLINE_WINDOW)
-            if not window:
-                return False
-            if has_turn_end(tail + window):
-                return True
-            tail = window[-TURN_END_OVERLAP:]
-    except zstandard.ZstdError:
-        return False
+    for window in LinePlace(path, True, pos, 0).windows(start, limit=end):
+        if has_turn_end(tail + window):
+            return True
+        tail = window[-TURN_END_OVERLAP:]
+    return False
 
 
 def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> bool:
@@ -1584,7 +1560,7 @@ def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> b
             # frame's past it), then the compressed bytes after the frame.
             rest = (
                 has_turn_end(data, line_end)
-                or _frame_has_turn_end(fd, pos, end, block_start + len(data))
+                or _frame_has_turn_end(ix.path, pos, end, block_start + len(data))
                 or _scan_rest_for_turn_end(fd, end, size)
             )
             ix.offset = pos
@@ -1608,7 +1584,7 @@ def _index_big_frame(ix: _Indexer, fd: int, pos: int, used: int, size: int) -> b
         stop = ix.consume_record(item, (pos, block_start))
         if stop is not None:
             after = block_start + item.length + 1  # the frame's lines past the long one
-            rest = _frame_has_turn_end(fd, pos, end, after) or _scan_rest_for_turn_end(
+            rest = _frame_has_turn_end(ix.path, pos, end, after) or _scan_rest_for_turn_end(
                 fd, end, size
             )
             ix.offset = pos
@@ -2310,16 +2286,10 @@ def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> I
     # A V2+ header that says isSeeded with no inherited marker among the rows read:
     # named as `LogReader._check_seed` names it, after the rows' problems. (Worked out
     # here, not kept in `ix`: a log that grows may bring the marker.)
-    unseeded = (
-        header is not None
-        and ix.marker_cut
-        and bool(header.is_seeded)
-        and header.seed_length is None
-        and ix.event_count > 0
-    )
+    unseeded = unseeded_problem(header, ix.marker_cut, ix.event_count)
     problems = (
         *ix.problems,
-        *([unseeded_problem()] if unseeded else []),
+        *([unseeded] if unseeded else []),
         *([ix.tail_problem] if ix.tail_problem else []),
     )
     timeline = ix.builder.snapshot()

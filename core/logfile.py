@@ -19,7 +19,7 @@ import zstandard
 
 from . import formats
 from .codec import RecordError, expand_record, parse_header
-from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader
+from .model import TURN_END, LogProblem, ProblemKind, SessionEvent, SessionHeader, json_line
 from .records import (
     MAX_HEADER_LINE,
     TURN_END_LINE,
@@ -92,12 +92,7 @@ def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None
     data = event.data
     if has_reason_kind(data):
         return None
-    try:
-        shown = orjson.dumps(data).decode("utf-8", "replace")
-    except TypeError:  # a lone surrogate (JSON's "\ud83d" alone), which UTF-8 cannot hold
-        import json
-
-        shown = json.dumps(data, separators=(",", ":"))  # (ASCII: each one as its escape)
+    shown = json_line(data)[:-1].decode("utf-8", "replace")  # (a lone surrogate escaped)
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return LogProblem(
@@ -108,9 +103,20 @@ def turn_end_problem(event: SessionEvent, line: int | None) -> LogProblem | None
     )
 
 
-def unseeded_problem() -> LogProblem:
-    """The problem of a V2+ log whose header says isSeeded but whose rows, once read,
-    hold no inherited marker (`session/end-seed {"inherited": true}`)."""
+def unseeded_problem(
+    header: SessionHeader | None, marker_cut: bool, events: int
+) -> LogProblem | None:
+    """The problem of a V2+ log (`marker_cut`) whose header says isSeeded but whose
+    `events` rows read hold no inherited marker (`session/end-seed {"inherited":
+    true}`, which sets the header's seed length); None when there is none."""
+    if (
+        header is None
+        or not marker_cut
+        or not header.is_seeded
+        or header.seed_length is not None
+        or events == 0
+    ):
+        return None
     return LogProblem(
         ProblemKind.ODD_EVENT,
         "the header says isSeeded but no session/end-seed says inherited: true; "
@@ -321,19 +327,12 @@ class LogReader:
 
     def _check_seed(self) -> None:
         """A V2+ header that says isSeeded needs an inherited marker once rows are read."""
-        header = self.header
         rules = self._rules
-        if (
-            header is None
-            or not rules.marker_cut
-            or not header.is_seeded
-            or header.seed_length is not None
-            or self.event_count == 0
-            or rules.unseeded_reported
-        ):
+        problem = unseeded_problem(self.header, rules.marker_cut, self.event_count)
+        if problem is None or rules.unseeded_reported:
             return
         rules.unseeded_reported = True
-        self._add(unseeded_problem())
+        self._add(problem)
 
     def _fingerprint(self, fd: int) -> bytes | None:
         """A hash of the first block and of the last block before `offset` (the bytes

@@ -21,7 +21,7 @@ from .query import (
     search_order,
     term_rows,
 )
-from .textsafe import flat_line, one_line
+from .textsafe import flat_line, one_line, utf8_text
 
 TYPE_CHECKING = False  # `typing` would be most of this module's load (`_namedtuple`)
 if TYPE_CHECKING:
@@ -403,11 +403,8 @@ class UnknownSessionError(QueryError):
 
 def _has_session(db: sqlite3.Connection, session: str) -> bool:
     """True if a log of the catalog has an id starting with `session`, or that path."""
-    if not session.isascii():
-        try:
-            session.encode("utf-8")
-        except UnicodeEncodeError:  # not UTF-8 (a byte of a shell argument): none has it
-            return False
+    if not utf8_text(session):
+        return False  # not UTF-8 (a byte of a shell argument): no log has it
     row = db.execute(
         "SELECT 1 FROM logs WHERE substr(session, 1, ?) = ? OR path = ? LIMIT 1",
         (len(session), session, session),

@@ -29,6 +29,12 @@ _WHITESPACE_RUN: Final = re.compile(r"[\t\n\r\v\f\x1c-\x1f\x85\u2028\u2029 ]+")
 ELLIPSIS: Final = "…"
 
 
+def utf8_text(text: str) -> bool:
+    """True if `text` can be written as UTF-8: it holds no lone surrogate (from JSON's
+    `"\\ud83d"` alone, or a byte of a file name or argument that is not UTF-8)."""
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
 def no_surrogates(text: str) -> str:
     """`text` with each lone surrogate (which UTF-8 cannot hold) made U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)

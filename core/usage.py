@@ -49,7 +49,7 @@ from .lineage import link_sessions
 from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
-from .records import MAX_HEADER_LINE, Seq
+from .records import MAX_HEADER_LINE, HeadError, Seq
 from .root import discover, layout_session_id, map_root_logs, no_gc
 from .summary import HeaderState, inherited_cut_between, read_batches, read_whole
 
@@ -732,7 +732,7 @@ def _rows_of(data: bytes, start: int) -> list[_Row] | None:
     a row may be odd): the needle search and the full reader decide then."""
     try:
         return _decode_rows(memoryview(data)[start:])
-    except (msgspec.DecodeError, RecursionError):  # (ValidationError included; too deep)
+    except HeadError:  # (a ValidationError, or nested too deep: see `HeadError`)
         return None
 
 
