@@ -36,10 +36,11 @@ index (after toolong's newline index, built in timed batches and read with `os.p
   range of the rows asked for.
 
 What the cheap checks do not prove: that a line which starts and ends like a record
-and carries the expected seq is valid JSON inside (bytes that are not UTF-8 only
-clear `IndexedSession.utf8`), and that it has no second `seq` key. Such a line is
-found (as a problem of that read) when its events are read on demand; every other
-corruption is found while indexing, exactly as a full read finds it.
+and carries the expected seq is valid JSON inside, and that it has no second `seq`
+key. Such a line is found (as a problem of that read) when its events are read on
+demand; every other corruption is found while indexing, exactly as a full read finds
+it. (Bytes that are not UTF-8 are: a batch that holds any is read line by line, and
+each such line decoded whole, as the full reader decodes it.)
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import mmap
 import os
 import threading
 import time
@@ -372,6 +374,10 @@ def _batch_decoder(packed_rows: bool) -> Callable[[bytes], list[Any]]:
     return msgspec.json.Decoder(union).decode_lines
 
 
+def _not_utf8(line: bytes) -> bool:
+    return not valid_utf8(line)
+
+
 #: A batch of lines: bytes, or (zstd) the decoded frames holding them, in order.
 Block = bytes | list[bytes]
 
@@ -607,7 +613,7 @@ class _Indexer:
             heads = list(map(decode_head, lines))
         except HeadError:
             heads = None  # some line is blank, odd or broken: see `_consume_lines`
-        halt = self._consume_lines(lines, heads, base, frames)
+        halt = self._consume_lines(lines, heads, base, frames, utf8)
         if halt is None:
             self._advance(size, len(lines), frames)
         return halt
@@ -828,12 +834,16 @@ class _Indexer:
         heads: list[RecordHead] | None,
         base: int,
         frames: list[_Frame] | None,
+        utf8: bool = True,
     ) -> _Halt | None:
         """Index the batch's lines. `heads` are their decoded `RecordHead`s, or None
-        when some line did not decode into one (then each line is decoded alone)."""
+        when some line did not decode into one (then each line is decoded alone).
+        Unless the batch is `utf8`, a line that is not is decoded whole, as the full
+        reader decodes it (msgspec does not check the strings it skips)."""
         n = len(lines)
         starts = self._line_starts(lines)
         raw = frames is None
+        bad = frozenset() if utf8 else frozenset(compress(range(n), map(_not_utf8, lines)))
         if heads is not None:
             types = list(map(_TYPE, heads))
             seqs = list(map(_SEQ, heads))
@@ -843,7 +853,7 @@ class _Indexer:
             odd = [
                 i
                 for i, t, q in zip(range(n), types, seqs, strict=True)
-                if q is None or t in _SPECIAL
+                if q is None or t in _SPECIAL or i in bad
             ]
         else:
             types, seqs, odd = [], [], list(range(n))
@@ -866,7 +876,9 @@ class _Indexer:
                     head = decode_head(line)
                 except HeadError:
                     head = None
-            if (
+            if i in bad:
+                stop = self._decoded(self._full_line(line, line_no), line_no)
+            elif (
                 self.packed_rows
                 and head is not None
                 and head.seq0 is not msgspec.UNSET
@@ -1552,7 +1564,7 @@ class _FrameReader:
             try:
                 got = dobj.decompress(view)
             except zstandard.ZstdError as exc:
-                return str(exc)
+                return self._error_text(start, exc)
             if got:
                 last = got[-1:]
                 if not big:
@@ -1571,6 +1583,31 @@ class _FrameReader:
             grow = len(got) <= 1 << 20
             window = min(window * 2, 1 << 22) if grow else max(256, window // 2)
 
+    def _error_text(self, pos: int, exc: zstandard.ZstdError) -> str:
+        """What is wrong with the frame at `pos`, in the words the full reader gives
+        (`records.zstd_frames`): it feeds the decoder every byte from the frame on in
+        one call, and fed a window at a time the same bad frame can fail with other
+        words ("Destination buffer is too small" for "Data corruption detected"). The
+        file is mapped, not read; a frame with no content size, or one bigger than
+        `WHOLE_FRAME_MAX`, keeps the windowed words (its output would be unbounded)."""
+        head = bytes(self._ensure(pos, _FRAME_HEAD_MAX)[:_FRAME_HEAD_MAX])
+        try:
+            if not 0 <= zstandard.frame_content_size(head) <= WHOLE_FRAME_MAX:
+                return str(exc)
+        except zstandard.ZstdError:
+            return str(exc)
+        try:
+            with (
+                mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ) as mapped,
+                memoryview(mapped) as rest,
+            ):
+                self.dctx.decompressobj().decompress(rest[pos:])
+        except zstandard.ZstdError as again:
+            return str(again)
+        except (OSError, ValueError):
+            pass  # (a file that cannot be mapped)
+        return str(exc)
+
     def _whole_frame(self, pos: int, cap: int | None) -> tuple[bytes, int] | None:
         """The frame at `pos` decoded in one call, as `frame` would give it, when its
         header states a content size of at most `cap` (or `WHOLE_FRAME_MAX`) and its
@@ -1587,7 +1624,7 @@ class _FrameReader:
             )
         except zstandard.ZstdError:
             return None  # (a header cut off by the end of the file too)
-        if not 0 <= content <= limit:
+        if not 0 < content <= limit:
             return None
         end = _frame_end(self, pos)  # (its blocks' headers walked, nothing decoded)
         if end is None:
@@ -2062,6 +2099,17 @@ class IndexedSession:
         everything = first_seq is None or hi is None
         lo = first_seq if first_seq is not None else 0
         top = hi if hi is not None else 0
+        # A zstd read to the end takes in the frame that starts at `stop`, where the
+        # index stopped: when that frame was refused whole (its content does not end
+        # with a newline), its whole lines are no events of the log. Only the log's
+        # `event_count` events are taken (past an anchor, its seqs increase: up to
+        # its last seq).
+        budget: int | None = None
+        if self.summary.encoding is Encoding.ZSTD and j >= len(seqs):
+            if k < 0:
+                budget = self.event_count
+            elif self.summary.last_seq is not None:
+                top = min(top, self.summary.last_seq)
         for line in lines:
             try:
                 if isinstance(line, LongRecord):
@@ -2074,6 +2122,11 @@ class IndexedSession:
                     events = expand_record(loads(line), packed_rows=packed)
             except (orjson.JSONDecodeError, RecordError):
                 break
+            if budget is not None:
+                if budget <= 0:
+                    break
+                events = events[:budget]
+                budget -= len(events)
             if everything:
                 out.extend(events)
                 continue

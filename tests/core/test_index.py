@@ -143,6 +143,17 @@ BAD_CASES: dict[str, tuple[bytes, set[ProblemKind]]] = {
         b"".join(_line(r) for r in [HEADER, *_turns(2), *turn_records(7, 3)]),
         {ProblemKind.SEQ_GAP},
     ),
+    "bytes that are not UTF-8 before a turn/end": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2)])
+        + _line(event(8, "tool/result", content="XX")).replace(b"XX", b"\xff\xfe")
+        + b"".join(_line(r) for r in turn_records(9, 3)),
+        {ProblemKind.CORRUPT},
+    ),
+    "a surrogate in UTF-8 with no turn after it": (
+        b"".join(_line(r) for r in [HEADER, *_turns(2)])
+        + _line(event(8, "tool/result", content="XX")).replace(b"XX", b"\xed\xa0\x80"),
+        {ProblemKind.TORN_TAIL},
+    ),
     "first seq not 0": (
         b"".join(_line(r) for r in [HEADER, *turn_records(5, 1)]),
         {ProblemKind.SEQ_GAP},
@@ -453,7 +464,8 @@ def test_a_forks_title_from_a_big_log_is_exact_however_a_record_spells_its_type(
 
 def test_bytes_that_are_not_utf8_clear_the_utf8_flag(tmp_path: Path) -> None:
     """A tool result the index does not parse may hold bytes a full read rejects; the
-    index says so (`utf8`), so a fork never trusts it for its child's summary."""
+    index says so (`utf8`), so a fork never trusts it for its child's summary, and
+    finds the line as the full read does (decoded whole)."""
     good = b"".join(_line(r) for r in [HEADER, *_turns(2)])
     bad = _line(event(8, "tool/result", content="XX")).replace(b"XX", b"\xff\xfe")
     clean = tmp_path / "a" / "session.jsonl"
@@ -465,6 +477,7 @@ def test_bytes_that_are_not_utf8_clear_the_utf8_flag(tmp_path: Path) -> None:
     assert index_log(clean).utf8
     assert not index_log(dirty).utf8
     assert {p.kind for p in full_read(dirty).summary.problems} == {ProblemKind.CORRUPT}
+    assert_same(index_log(dirty), full_read(dirty))  # found while indexing, too
 
 
 @pytest.mark.parametrize("bad", [b'{"bad json\n', b'{"type":"text-chunks","seq0":1}\n'])

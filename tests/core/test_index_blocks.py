@@ -5,14 +5,16 @@ still give exactly what a full read gives."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import zstandard
 from turnline.core import index
 from turnline.core.index import index_log
+from turnline.core.model import ProblemKind
 
-from ..conftest import fixture_logs
+from ..conftest import FIXTURES, fixture_logs
 from .disk_logs import zstd_of
 from .test_index import BAD_CASES, assert_same, full_read
 
@@ -42,9 +44,17 @@ def test_bad_logs_in_blocks_index_exactly(
 
 
 @pytest.mark.parametrize("case", [c for c, (raw, _) in BAD_CASES.items() if b"\n" in raw])
-def test_bad_zstd_logs_index_exactly(no_fork: None, tmp_path: Path, case: str) -> None:
-    log = zstd_of(tmp_path, BAD_CASES[case][0])
-    assert_same(index_log(log, block_size=64), full_read(log))
+@pytest.mark.parametrize("per_frame", [3, 7])
+def test_bad_zstd_logs_index_exactly(
+    no_fork: None, tmp_path: Path, case: str, per_frame: int
+) -> None:
+    """(With seven lines a frame, the frame that stops the read holds whole lines before
+    the bad one: they are not the log's events.)"""
+    log = zstd_of(tmp_path, BAD_CASES[case][0], per_frame)
+    ix, full = index_log(log, block_size=64), full_read(log)
+    assert_same(ix, full)
+    for seq in (0, *(e.seq for e in full.events if e.type == "turn/start")):
+        assert ix.events_between(seq, None) == [e for e in full.events if e.seq >= seq]
 
 
 def test_the_index_module_has_no_fork() -> None:
@@ -105,3 +115,41 @@ def test_a_frame_decoded_whole_is_the_frame_decoded_in_windows(tmp_path: Path) -
             log.write_bytes(small[:k] + bytes([value]) + small[k + 1 :])
             fast, slow = _both_ways(log, None)
             assert fast == slow, (k, value)
+
+
+def _size_field_set(frame: bytes, value: Callable[[int], int]) -> bytes:
+    """`frame` with the content size field of its header (one byte, or two holding the
+    size less 256, as zstd writes them for a small frame) set to `value(field)`."""
+    size = (1 if frame[4] & 0x20 else 0, 2, 4, 8)[frame[4] >> 6]
+    assert size  # (a frame that states its size)
+    end = zstandard.frame_header_size(frame)
+    field = int.from_bytes(frame[end - size : end], "little")
+    return frame[: end - size] + value(field).to_bytes(size, "little") + frame[end:]
+
+
+@pytest.mark.parametrize("by", [-1, 1])
+def test_a_frame_whose_header_misstates_its_size_reads_as_the_full_read(
+    tmp_path: Path, by: int
+) -> None:
+    """A frame whose header states a size one byte short or long is corrupt, at the
+    same line and in the same words as the full reader says, for every third frame of
+    a real log (fed a window at a time, the decoder can say "Destination buffer is too
+    small" where, fed the rest of the file at once, it says "Data corruption
+    detected"); a header that says the frame is empty is no empty frame."""
+    raw = (FIXTURES / "web" / "goal-multi-turn-actions" / "session.jsonl").read_bytes()
+    cctx = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [cctx.compress(line) for line in raw.splitlines(keepends=True)]
+    log = tmp_path / "session.jsonl.zstd"
+    for k in range(1, len(frames), 3):
+        bad = _size_field_set(frames[k], lambda field: field + by)
+        log.write_bytes(b"".join([*frames[:k], bad, *frames[k + 1 :]]))
+        full = full_read(log)
+        assert_same(index_log(log), full)
+        assert full.summary.problems[-1].kind is ProblemKind.CORRUPT
+        assert full.summary.problems[-1].line == k + 1
+    k = next(k for k in range(1, len(frames)) if frames[k][4] >> 5 == 1)  # a 1-byte size
+    empty = _size_field_set(frames[k], lambda field: 0)
+    log.write_bytes(b"".join([*frames[:k], empty, *frames[k + 1 :]]))
+    full = full_read(log)
+    assert_same(index_log(log), full)
+    assert full.summary.problems[-1].kind is ProblemKind.CORRUPT
