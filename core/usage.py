@@ -51,7 +51,7 @@ from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
 from .records import MAX_HEADER_LINE, HeadError, Seq
 from .root import discover, layout_session_id, map_root_logs, no_gc
-from .summary import HeaderState, inherited_cut_between, read_batches, read_whole
+from .summary import HeaderState, inherited_cut_between, read_batches, read_whole, valid_utf8
 
 if TYPE_CHECKING:
     from .prices import PriceTable
@@ -653,8 +653,17 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     key spelled with an escape the byte searches would not see)."""
     if not data.endswith(b"\n"):
         return None  # a torn tail or an empty file: the reader's rules apply
+    if not data.isascii() and not valid_utf8(data):
+        return None  # bytes that are not UTF-8: the full reader says which line
     fold = UsageFold(seed_length)
     header_end = data.find(b"\n") + 1
+    # Every line one record, by its shape: it starts with `{` and ends with `}` (so a
+    # line break is never inside a record: `}` then `{` is no JSON). A blank line, a
+    # record over two lines, or a line the reader refuses for its shape is the full
+    # reader's to read (it says where the log stops).
+    lines = data.count(b"\n", header_end)
+    if data.count(b"\n{", header_end - 1) != lines or data.count(b"}\n", header_end) != lines:
+        return None
     try:
         header = orjson.loads(data[: header_end - 1])
     except orjson.JSONDecodeError:
@@ -666,9 +675,20 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
     if not packed:
         rows = _rows_of(data, header_end)  # decoded: however a type or key is spelled
         if rows is not None:
-            return _fold_rows(fold, rows)
+            # As many values as lines: one per line (two on a line: the reader
+            # refuses that line).
+            return _fold_rows(fold, rows) if len(rows) == lines else None
     if not _spelled_plainly(data):
         return None  # a type or key the searches below would not see
+    # The searches below decode only the lines that matter; the others must still be
+    # JSON that the reader takes, or it stops there (a torn write with a record after
+    # it keeps a line's shape). One msgspec call checks them all (it takes no JSON the
+    # reader refuses), as many values as lines.
+    try:
+        if len(_decode_records(memoryview(data)[header_end:])) != lines:
+            return None
+    except HeadError:
+        return None
     # Find the lines that matter with C-speed searches over the whole buffer (most
     # lines are streamed text chunks that hold none of the needles), then decode
     # just those, in file order. The header line (offset 0) is never an event.
@@ -720,6 +740,13 @@ class _Row(msgspec.Struct, gc=False):
 
 
 _decode_rows: Final = msgspec.json.Decoder(_Row).decode_lines
+
+
+class _Record(msgspec.Struct, gc=False):
+    """Any JSON object (its members checked as JSON, not kept)."""
+
+
+_decode_records: Final = msgspec.json.Decoder(_Record).decode_lines
 #: The row types `UsageFold.feed_one` reads beyond counting them (and `is_unmetered`'s).
 _FOLDED: Final = frozenset(
     (*USAGE_TYPES, RETRY_STARTED, "request/header", TURN_START, TURN_END, "tool/call")

@@ -662,3 +662,50 @@ def test_a_v5_log_folds_in_one_decode_as_the_full_read_does(tmp_path: Path, how:
     if how in ("plain", "escaped names"):
         assert fast.own().tokens  # the sample holds usage
         assert fold_bytes(path.read_bytes(), None) is not None  # the one-decode path
+
+
+def _damaged(data: bytes, how: str, at: int) -> bytes:
+    """`data` (a log) with its line `at` damaged as `how` says, keeping the line breaks
+    of the others."""
+    lines = data.split(b"\n")
+    line = lines[at]
+    if how == "not UTF-8":
+        cut = line.index(b'":"') + 3
+        lines[at] = line[:cut] + b"\xff" + line[cut:]
+    elif how == "over two lines":
+        cut = line.index(b',"') + 1
+        lines[at] = line[:cut] + b"\n" + line[cut:]
+    elif how == "two on a line":
+        lines[at : at + 2] = [line + lines[at + 1]]
+    else:  # a torn write, then the next record on the same line
+        lines[at : at + 2] = [line[: len(line) // 2] + lines[at + 1]]
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("how", ["not UTF-8", "over two lines", "two on a line", "torn write"])
+def test_a_damaged_line_anywhere_folds_as_the_full_read(tmp_path: Path, how: str) -> None:
+    """The fast pass decodes only the lines that matter; a line it does not decode
+    that the reader refuses (the log stops there) still leaves the log to the full
+    read, so the fold is the full read's: every real log and dsh's V5 samples, each
+    damaged at a line early in it (usage-bearing rows follow)."""
+    from tests.core.test_generations import V5_SAMPLES, lines_of, persisted
+
+    logs = [p.read_bytes() for p in fixture_logs()]
+    logs += [b"".join(orjson.dumps(r) + b"\n" for r in persisted(lines_of(p))) for p in V5_SAMPLES]
+    changed = 0
+    for k, data in enumerate(logs):
+        lines = data.split(b"\n")
+        at = next((i for i in range(1, len(lines) - 3) if b'":"' in lines[i]), None)
+        if at is None:
+            continue
+        name = "session.v5.jsonl" if b'"version":5' in lines[0] else "session.jsonl"
+        whole, path = tmp_path / f"{k}" / name, tmp_path / f"{k}-damaged" / name
+        for log, content in ((whole, data), (path, _damaged(data, how, at))):
+            log.parent.mkdir()
+            log.write_bytes(content)
+        full = fold_log(path, None, fast=False)
+        fast = fold_log(path, None)
+        assert fast.own().to_json_dict() == full.own().to_json_dict(), path
+        assert fast.turn_tokens == full.turn_tokens
+        changed += full.own().to_json_dict() != fold_log(whole, None).own().to_json_dict()
+    assert changed >= 20  # (the log stops at the damaged line: its later usage is not)
