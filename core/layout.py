@@ -83,3 +83,13 @@ def session_dir(root: Path, session_id: str, cwd: str | None) -> Path:
 def is_project_dir(name: str) -> bool:
     """True for a dsh project folder name."""
     return name == NO_CWD_DIR or (len(name) >= 4 and name.startswith("--") and name.endswith("--"))
+
+
+def layout_id(name: str, folder: str, parent: str) -> str | None:
+    """The session id dsh's layout gives log file `name` in folder `folder` inside
+    `parent` (`--<project>--/<encoded id>/session*.jsonl`), or None outside it."""
+    if not name.startswith("session") or not is_project_dir(parent):
+        return None
+    if folder.isascii() and "~" not in folder:
+        return folder  # nothing escaped: the folder name is the id (decoding is slow)
+    return decode_session_id(folder)

@@ -16,6 +16,8 @@ from typing import Final, TypeVar, cast
 
 import msgspec
 
+from .formats import generation_of
+from .layout import layout_id
 from .model import LogProblem, ProblemKind
 from .summary import SessionSummary
 
@@ -116,6 +118,28 @@ class Links(msgspec.Struct, frozen=True):
     problems: dict[int, list[LogProblem]]
 
 
+def _likely_parents(candidates: list[int], keys: Sequence[LinkKey], pid: str) -> list[int]:
+    """Of the logs claiming parent id `pid`, those dsh would take for it: in the folder
+    dsh's layout names for that id (`--<project>--/<encoded id>/`), then under a
+    session's own file name (a generation: `session.jsonl`, `session.v5.jsonl.zstd`;
+    not a snapshot's child such as `session.1.jsonl`); each rule only where some log
+    meets it."""
+    for rule in (_in_own_folder, _session_log):
+        kept = [c for c in candidates if rule(keys[c][3], pid)]
+        if kept:
+            candidates = kept
+    return candidates
+
+
+def _in_own_folder(path: str, pid: str) -> bool:
+    parts = path.rsplit("/", 3)
+    return len(parts) == 4 and layout_id(parts[3], parts[2], parts[1]) == pid
+
+
+def _session_log(path: str, _pid: str) -> bool:
+    return generation_of(path.rpartition("/")[2]) is not None
+
+
 def _distance(a: list[str], b: list[str]) -> int:
     """Folder hops between two logs (path parts): smaller means closer kin on disk."""
     folders = min(len(a), len(b)) - 1
@@ -128,9 +152,12 @@ def _distance(a: list[str], b: list[str]) -> int:
 def link_sessions(keys: Sequence[LinkKey]) -> Links:
     """The lineage rules over plain values; never loops, never raises on odd lineage.
 
-    Ids can repeat across logs, so a parent id is resolved to the log nearest the child
-    on disk (then the oldest); a log naming itself is a cycle of one; in a longer
-    cycle the edge into the log with the greatest path is cut.
+    Ids can repeat across logs (a copied session folder keeps its id; dsh's test
+    corpus reuses ids), so a parent id claimed by several logs is resolved as dsh
+    resolves it where it can (`_likely_parents`: the log in the folder named for the
+    id, a session's own log rather than a snapshot's child), then to the log nearest
+    the child on disk, then the oldest. A log naming itself is a cycle of one; in a longer cycle
+    the edge into the log with the greatest path is cut.
     """
     # Sorted, filtered and indexed in C where it can be (a listing links ten thousand
     # logs before it prints): one Python step per child, not per log.
@@ -196,6 +223,8 @@ def link_sessions(keys: Sequence[LinkKey]) -> Links:
                 ),
             )
             continue
+        if len(candidates) > 1:
+            candidates = _likely_parents(candidates, keys, pid)
         if len(candidates) == 1:
             parent[i] = candidates[0]
         else:

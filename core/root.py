@@ -36,7 +36,7 @@ from .formats import (
 )
 from .formats import known as known_version
 from .ids import short_ids_of
-from .layout import decode_session_id, is_project_dir, session_dir
+from .layout import layout_id, session_dir
 from .lineage import (
     Lineage,
     LineageNode,
@@ -178,16 +178,7 @@ def _first_frame_line(path: Path) -> bytes | None:
 
 def layout_session_id(path: Path) -> str | None:
     """The session id a dsh-layout path implies, or None if not in the layout."""
-    return _layout_id(path.name, path.parent.name, path.parent.parent.name)
-
-
-def _layout_id(name: str, folder: str, parent: str) -> str | None:
-    """`layout_session_id` from names: log file `name` in folder `folder` inside `parent`."""
-    if not name.startswith("session") or not is_project_dir(parent):
-        return None
-    if folder.isascii() and "~" not in folder:
-        return folder  # nothing escaped: the folder name is the id (decoding is slow)
-    return decode_session_id(folder)
+    return layout_id(path.name, path.parent.name, path.parent.parent.name)
 
 
 def discover(
@@ -292,20 +283,20 @@ def _walk(
                     continue
             except OSError:
                 continue
-            layout_id = _layout_id(name, folder_name, parent_name)
-            if listing is not None and layout_id is None and not name.startswith("session"):
+            implied = layout_id(name, folder_name, parent_name)
+            if listing is not None and implied is None and not name.startswith("session"):
                 try:
                     listing.append((entry.path, os.stat(entry.path)))
                 except OSError:
                     listing.append((entry.path, st))  # unknown: never matches again
             if (
-                layout_id is not None
+                implied is not None
                 or name.startswith("session")
                 or has_session_header(Path(entry.path))
             ):
                 if crowded is not None and len(entries) > 1:
                     crowded.add(entry.path)
-                yield ("log", entry.path, layout_id)
+                yield ("log", entry.path, implied)
         stack.extend(reversed(subdirs))
 
 
