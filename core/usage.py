@@ -368,6 +368,10 @@ class UsageFold:
             self._close(self._last_time)
             self._open = (now, own)
         elif etype == TURN_END:
+            if self._open is None:
+                # A turn/end with no turn/start since the last one still ends a turn
+                # (the timeline's rule: `show` lists it), counted where it falls.
+                totals.turns += 1
             self._close(now)
             if _error_ending(data):
                 totals.errors += 1

@@ -709,3 +709,25 @@ def test_a_damaged_line_anywhere_folds_as_the_full_read(tmp_path: Path, how: str
         assert fast.turn_tokens == full.turn_tokens
         changed += full.own().to_json_dict() != fold_log(whole, None).own().to_json_dict()
     assert changed >= 20  # (the log stops at the damaged line: its later usage is not)
+
+
+def test_a_logs_turns_are_its_timelines_turns(tmp_path: Path) -> None:
+    """`usage` counts the turns `show` lists: on every real log (one of them holds a
+    `turn/end` with no `turn/start` before it), and for a log whose only turn is such
+    a `turn/end`, fast or full, own or inherited as its seq falls."""
+    from turnline.core.timeline import build_timeline
+
+    for path in fixture_logs():
+        events = LogReader(path).read().events
+        turns = len(build_timeline(events).turns)
+        assert fold_events(events, 0).own().turns == turns, path
+        assert fold_log(path, 0).own().turns == turns, path
+    log = tmp_path / "s" / "session.v2.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(
+        b'{"type":"session","version":2,"id":"P","createdAt":17,"cwd":"/w","isSeeded":false,'
+        b'"delegationDepth":0}\n{"type":"turn/end","seq":0,"time":17,"data":{"error":"x"}}\n'
+    )
+    for fast in (True, False):
+        assert fold_log(log, 0, fast=fast).own().turns == 1
+        assert fold_log(log, 1, fast=fast).inherited().turns == 1
