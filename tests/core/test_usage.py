@@ -130,7 +130,13 @@ def reference(events: list[SessionEvent], seed: int, part: str) -> dict[str, Any
     side = [
         e for e in events if e.type != "session/end-seed" and (e.seq >= seed) == (part == "own")
     ]
-    out["turns"] = sum(e.type == "turn/start" for e in side)
+    # A turn per turn/start, and per turn/end that no turn/start opened (the timeline's).
+    opened, turned = False, []
+    for e in events:
+        if e.type == "turn/start" or (e.type == "turn/end" and not opened):
+            turned.append(e)
+        opened = e.type == "turn/start" or (opened and e.type != "turn/end")
+    out["turns"] = sum((e.seq >= seed) == (part == "own") for e in turned)
     out["toolCalls"] = sum(e.type == "tool/call" for e in side)
     out["unmeteredCalls"] = {}
     for e in side:
