@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .fresh import (
+    FRESH_ROW,
     GEN_BYTES,
+    LINKED,
     SCHEMA,
     FreshState,
     catalog_file,
@@ -430,8 +432,9 @@ class Catalog:
     def fresh_state(self) -> FreshState | None:
         """What the catalog was last found current against (see `FreshState`), or None
         when it has not been found current since its last write (or its file is gone,
-        or of another generation: `changes` tells then)."""
-        row = self.db.execute("SELECT gen FROM fresh WHERE k=0").fetchone()
+        or of another generation: `changes` tells then), or its links are another
+        version's (`LINKED`: `refresh` links them again)."""
+        row = self.db.execute(FRESH_ROW, (LINKED,)).fetchone()
         if row is None or self.path == ":memory:":
             return None
         state = read_fresh(fresh_file(self.path))
@@ -461,8 +464,9 @@ class Catalog:
         with _writing(db):
             row = db.execute(
                 "SELECT (SELECT value FROM meta WHERE key='walked') IS '1'"
-                " AND (SELECT value FROM meta WHERE key='linked') IS '1'"
-                " AND NOT EXISTS (SELECT 1 FROM logs WHERE pos IS NULL)"
+                " AND (SELECT value FROM meta WHERE key='linked') IS ?"
+                " AND NOT EXISTS (SELECT 1 FROM logs WHERE pos IS NULL)",
+                (LINKED,),
             ).fetchone()
             if row[0]:
                 rows = db.execute(
@@ -495,7 +499,7 @@ class Catalog:
         if walked is not None:
             self._remember_walk(walked)
         linked = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
-        if jobs or gone or linked is None or linked[0] != "1":
+        if jobs or gone or linked is None or linked[0] != LINKED:
             self._relink()  # also after an `index`/`drop` alone (the app's watcher) or a crash
         self._remember_fresh()
         return len(jobs)
@@ -663,7 +667,7 @@ class Catalog:
                 # (Else they may be stale: the writer's own refresh links again.)
                 self.db.execute(_STALE)
                 self.db.execute("INSERT OR REPLACE INTO links VALUES (0, ?)", (data,))
-                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', '1')")
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('linked', ?)", (LINKED,))
 
     # -- reading -----------------------------------------------------------------------
 

@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 
 #: The catalog's schema: a catalog of another one is rebuilt.
 SCHEMA: Final = 8
+#: The catalog's `meta` value `linked` once its parent links are current and were
+#: resolved by this version's rule (`lineage.link_sessions`). A new rule gets a new
+#: value, so a catalog another version linked is linked again, and no fresh state
+#: answers from its links meanwhile (`same_generation`).
+LINKED: Final = "2"
+#: The generation a catalog's `fresh` row names, while its links are `LINKED`.
+FRESH_ROW: Final = (
+    "SELECT gen FROM fresh WHERE k=0 AND (SELECT value FROM meta WHERE key='linked') IS ?"
+)
 
 
 def _builtin_sha256() -> Any:
@@ -424,6 +433,7 @@ def _quiet() -> None:
 
 def same_generation(db: sqlite3.Connection, gen: bytes) -> bool:
     """True if `db`'s snapshot names generation `gen` in its `fresh` row (so it is the
-    catalog of the state of that generation: any write since would have removed it)."""
-    row = db.execute("SELECT gen FROM fresh WHERE k=0").fetchone()
+    catalog of the state of that generation: any write since would have removed it),
+    and its links are this version's (`LINKED`)."""
+    row = db.execute(FRESH_ROW, (LINKED,)).fetchone()
     return row is not None and row[0] == gen

@@ -391,3 +391,29 @@ def test_a_log_whose_folder_names_a_lone_surrogate_is_said_unsearched(
     assert code == 0 and "Traceback" not in err, err
     assert "not searched: 1 log" in err
     assert [h["session"] for h in json.loads(out)["hits"]] == ["P"]
+
+
+def test_links_another_rule_resolved_are_resolved_again(root: Path, tmp_path: Path) -> None:
+    """A catalog whose parent links another version's rule resolved (its `linked` mark
+    is not `fresh.LINKED`) is linked again before a warm query answers from it; its
+    fresh state is not taken meanwhile (it outlives the links it was written with)."""
+    import sqlite3
+
+    from turnline.core.fresh import catalog_file
+    from turnline.core.query import pack_links
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    past = os.stat(root).st_mtime - 3600
+    for folder, _dirs, _files in os.walk(root):
+        os.utime(folder, (past, past))
+    argv = ["search", str(root), "zebracorn", "--include-inherited", "--json"]
+    want = _console(argv, env, front=True)[1]
+    assert _console(argv, env, front=True)[1] == want  # (from the fresh state)
+    db = sqlite3.connect(catalog_file(os.path.realpath(root)))
+    with db:
+        db.execute("UPDATE links SET data=?", (pack_links([]),))  # as another rule left them
+        db.execute("UPDATE meta SET value='1' WHERE key='linked'")
+    db.close()
+    got = _console(argv, env, front=True)[1]
+    assert got == want and json.loads(got)["hits"]
+    assert _console(argv, env, front=True)[1] == want
