@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+import orjson
 
 from .fresh import (
     FRESH_ROW,
@@ -915,6 +916,9 @@ def _delete_docs(db: sqlite3.Connection, log_id: int, keep_before: int | None) -
 
 # -- indexing one log (in any process) --------------------------------------------------
 
+#: Bytes read before a resume point to find the `turn/end` line that ends there.
+_TAIL_READ: Final = 1 << 16
+
 #: The events whose text is indexed (`turn_blocks` makes the blocks of these alone).
 _TEXT_EVENTS: Final = frozenset(
     ("user/message", "agent/inbox/spliced", "assistant/message", "tool/call", "tool/result")
@@ -949,10 +953,11 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
         based is not None
         and (based[0], based[1]) == (st.st_dev, st.st_ino)
         and based[6] == generation  # not a new file given the old inode number
-        and st.st_size >= based[2]
+        and st.st_size > based[2]  # (changed at the same size: rewritten, not appended)
         and based[3] is not None
         and summary.encoding is Encoding.RAW
         and summary.header is not None
+        and _ends_turn_at(path, based[3], based[4] - 1)
     ):
         resume = (based[3], based[4], based[5])
     keep_before: int | None
@@ -988,6 +993,11 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
             turns_done = 0
     builder.feed(events)
     turns = list(builder.snapshot().turns)
+    if resume is not None and not reset and not turns and _any_text(events, seed):
+        # Text after the last turn and no turn of its own yet (a queued user message):
+        # a whole read gives it to the last turn, whose number the resume point does
+        # not keep. Read the log whole.
+        return _extract((path, layout, None), lean_read)
     rows = _turn_rows(events, turns, seed)
     # Where the next append can start: after the last complete turn, raw logs only.
     new_offset: int | None = None
@@ -1016,6 +1026,35 @@ def _extract(job: _Job, lean_read: bool = True) -> _Extracted | str:
         based if resume is not None else None,
         generation,
     )
+
+
+def _ends_turn_at(path: str, offset: int, seq: int) -> bool:
+    """Whether the line that ends at `offset` in the raw log `path` is still the
+    `turn/end` of `seq` the catalog resumes after (a log rewritten in place, longer,
+    is read again; one whose rewrite keeps that line where it was is not told apart,
+    as `LogReader` does not tell it)."""
+    try:
+        with open(path, "rb") as fh:
+            start = max(0, offset - _TAIL_READ)
+            fh.seek(start)
+            tail = fh.read(offset - start)
+    except OSError:
+        return False
+    if not tail.endswith(b"\n"):
+        return False
+    line = tail[tail.rfind(b"\n", 0, len(tail) - 1) + 1 : -1]
+    if not line.startswith(b'{"type":"turn/end"'):
+        return False
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and record.get("seq") == seq
+
+
+def _any_text(events: Sequence[Any], seed: int) -> bool:
+    """Whether any of `events` holds text the catalog indexes (`_turn_rows`)."""
+    return any(e.type in _TEXT_EVENTS and e.seq >= seed for e in events)
 
 
 def _lean_read(path: str) -> tuple[list[Any], dict[int, int]] | None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import orjson
@@ -116,6 +117,68 @@ def test_a_new_file_given_the_old_inode_number_is_read_from_scratch(
     assert [(h.session, h.turn) for h in search(catalog, "axolotlzz").hits] == [("P", 1)]
     assert [(h.session, h.turn) for h in search(catalog, "quokka").hits] == [("P", 4)]
     catalog.close()
+
+
+def test_a_log_rewritten_in_place_is_read_again(root: Path) -> None:
+    """The same inode, changed without a new generation: at the same size (a word
+    replaced), or longer but with another log's lines where the last indexed turn
+    ended (`cp other.jsonl session.jsonl`). Neither is an append: the catalog reads
+    the log again instead of keeping its first turns."""
+    p = root / "p" / "session.jsonl"
+    catalog = Catalog(root)
+    catalog.refresh()
+    data = p.read_bytes()
+    with p.open("r+b") as fh:  # the same size
+        fh.write(data.replace(b"zebracorn", b"axolotlzz"))
+    os.utime(p, ns=(time.time_ns(), time.time_ns() + 10**9))
+    catalog.refresh()
+    assert [(h.session, h.turn) for h in search(catalog, "zebracorn").hits] == []
+    assert [(h.session, h.turn) for h in search(catalog, "axolotlzz").hits] == [("P", 1)]
+    other = b"".join(
+        orjson.dumps(r) + b"\n"
+        for r in [
+            {"type": "session", "version": 0, "id": "P", "createdAt": 1, "cwd": CWD,
+             "delegationDepth": 0},
+            *turn(0, 1, "a longer tapir " + "x" * len(data), "yes"),
+        ]
+    )  # fmt: skip
+    with p.open("r+b") as fh:  # longer, in place
+        fh.write(other)
+    catalog.refresh()
+    assert [(h.session, h.turn) for h in search(catalog, "axolotlzz").hits] == []
+    assert [(h.session, h.turn) for h in search(catalog, "tapir").hits] == [("P", 1)]
+    catalog.close()
+
+
+def test_a_queued_message_after_the_last_turn_is_found(root: Path) -> None:
+    """A user message queued after the last `turn/end` (`agent/inbox/spliced`, no turn
+    of its own yet) is found as a whole read finds it: in the last turn."""
+    p = root / "p" / "session.jsonl"
+    catalog = Catalog(root)
+    catalog.refresh()
+    seq = max(orjson.loads(line)["seq"] for line in p.read_bytes().splitlines()[1:])
+    queued = {
+        "type": "agent/inbox/spliced",
+        "seq": seq + 1,
+        "time": 9,
+        "data": {
+            "target": "next-turn",
+            "inserted": [{"role": "user", "content": [{"type": "text", "text": "then a numbat"}]}],
+        },
+    }
+    with p.open("ab") as fh:
+        fh.write(orjson.dumps(queued) + b"\n")
+    warm = [(h.session, h.turn) for h in search(catalog, "numbat").hits]
+    catalog.close()
+    assert warm and warm == found_fresh(root, "numbat")
+
+
+def found_fresh(root: Path, query: str) -> list[tuple[str, int]]:
+    catalog = Catalog(root, ":memory:")
+    try:
+        return [(h.session, h.turn) for h in search(catalog, query).hits]
+    finally:
+        catalog.close()
 
 
 def test_new_log_is_found(root: Path) -> None:
