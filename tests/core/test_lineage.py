@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from turnline.core.lineage import build_lineage, link_sessions
 from turnline.core.logfile import Encoding
 from turnline.core.model import ProblemKind, SessionHeader
@@ -58,26 +59,25 @@ def test_duplicate_ids_resolve_to_the_nearest_log_on_disk() -> None:
         assert [p.kind for p in lineage.problems[Path(path)]] == [ProblemKind.DUPLICATE_ID]
 
 
-def test_duplicate_ids_resolve_as_dsh_resolves_a_parent_first() -> None:
+@pytest.mark.parametrize(
+    ("older", "parent"),
+    [
+        ("/r/--p--/copy/session.jsonl", "/r/--p--/x/session.jsonl"),  # a copied folder
+        ("/r/b/session.1.jsonl", "/r/a/session.jsonl"),  # a snapshot's child
+    ],
+)
+def test_duplicate_ids_resolve_as_dsh_resolves_a_parent_first(older: str, parent: str) -> None:
     """A parent id claimed by several logs is the log in the folder dsh's layout names
     for it, though a copy of that folder (same id, another name) is as near and older;
     else a session's own log, not a snapshot's child (`session.1.jsonl`) that is older
     (a fork of `a/session.jsonl` was linked to `b/session.1.jsonl`, and then shown as
     a seed mismatch)."""
-    laid_out = [
-        s("/r/--p--/copy/session.jsonl", "x", created=1),
-        s("/r/--p--/x/session.jsonl", "x", created=2),
+    items = [
+        s(older, "x", created=1),
+        s(parent, "x", created=2),
         s("/r/--p--/kid/session.jsonl", "kid", "x", seed=4, created=3),
     ]
-    parent_of = build_lineage(laid_out).parent_of
-    assert parent_of[Path("/r/--p--/kid/session.jsonl")] == Path("/r/--p--/x/session.jsonl")
-    snapshot = [
-        s("/r/b/session.1.jsonl", "x", created=1),
-        s("/r/a/session.jsonl", "x", created=2),
-        s("/r/--p--/kid/session.jsonl", "kid", "x", seed=4, created=3),
-    ]
-    parent_of = build_lineage(snapshot).parent_of
-    assert parent_of[Path("/r/--p--/kid/session.jsonl")] == Path("/r/a/session.jsonl")
+    assert build_lineage(items).parent_of[Path("/r/--p--/kid/session.jsonl")] == Path(parent)
 
 
 def test_cycles_are_cut_and_reported() -> None:
