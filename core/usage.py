@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from operator import add
+from itertools import compress, repeat
+from operator import add, attrgetter, is_not
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -651,10 +652,14 @@ def _spelled_plainly(data: bytes) -> bool:
     return _ODD_ESCAPE.search(data) is None
 
 
-def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
+def fold_bytes(
+    data: bytes, seed_length: int | None, *, header_checked: bool = False
+) -> UsageFold | None:
     """The fast pass of `fold_log` over a raw log's bytes (header line included), or
     None when only the full read can say (a torn or bad line, an open turn, a type or
-    key spelled with an escape the byte searches would not see)."""
+    key spelled with an escape the byte searches would not see, a first line the
+    reader takes for no header). `header_checked`: the caller found the first line a
+    session header the reader takes (`_raw_header`)."""
     if not data.endswith(b"\n"):
         return None  # a torn tail or an empty file: the reader's rules apply
     if not data.isascii() and not valid_utf8(data):
@@ -672,30 +677,33 @@ def fold_bytes(data: bytes, seed_length: int | None) -> UsageFold | None:
         header_end < 2 or not data.endswith(b"}\n") or data.count(b"}\n{", header_end - 2) != lines
     ):
         return None
+    if header_end - 1 > MAX_HEADER_LINE:
+        return None  # not a header to the reader (it reads no events then)
     try:
         header = orjson.loads(data[: header_end - 1])
     except orjson.JSONDecodeError:
         return None
+    if not header_checked and parse_header(header)[0] is None:
+        return None  # not a session header: the reader's rules apply
     version = header.get("version") if isinstance(header, dict) else None
     if not known_version(version):
         return fold  # a version whose rows are not read (`LogReader` reads none either)
     packed = packed_rows(version)
     if not packed:
         rows = _rows_of(data, header_end)  # decoded: however a type or key is spelled
-        if rows is not None:
-            # As many values as lines: one per line (two on a line: the reader
-            # refuses that line).
-            return _fold_rows(fold, rows) if len(rows) == lines else None
+        # A row the reader refuses (no string type or integer seq) stops it there;
+        # as many values as lines: one per line (two on a line: it refuses that line).
+        if rows is None or len(rows) != lines:
+            return None
+        return _fold_rows(fold, rows)
     if not _spelled_plainly(data):
         return None  # a type or key the searches below would not see
     # The searches below decode only the lines that matter; the others must still be
-    # JSON that the reader takes, or it stops there (a torn write with a record after
-    # it keeps a line's shape). One msgspec call checks them all (it takes no JSON the
-    # reader refuses), as many values as lines.
-    try:
-        if len(_decode_records(memoryview(data)[header_end:])) != lines:
-            return None
-    except HeadError:
+    # records the reader takes, or it stops there (a torn write with a record after it
+    # keeps a line's shape): checked by one msgspec call (it takes no JSON the reader
+    # refuses), as many values as lines, each with a string type and an integer seq,
+    # or a packed row as `codec.expand_record` takes one.
+    if not _records_hold(memoryview(data)[header_end:], lines):
         return None
     # Find the lines that matter with C-speed searches over the whole buffer (most
     # lines are streamed text chunks that hold none of the needles), then decode
@@ -751,10 +759,61 @@ _decode_rows: Final = msgspec.json.Decoder(_Row).decode_lines
 
 
 class _Record(msgspec.Struct, gc=False):
-    """Any JSON object (its members checked as JSON, not kept)."""
+    """A V0/V1 record as the reader takes it: a string type and an integer `seq`, or
+    (a packed row's tag with a `seq0` key) an integer `seq0` and its data, checked by
+    `_packed_row_holds`."""
+
+    type: str
+    seq: Seq | None = None
+    seq0: Any = msgspec.UNSET
+    data: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _PackedData(msgspec.Struct, gc=False):
+    """A packed row's data as `codec.expand_record` takes it: its member array (the
+    tag's: `texts` or `args`) and one numeric time delta per member after the first."""
+
+    dt: list[int | float]
+    texts: list[msgspec.Raw] | None = None
+    args: list[msgspec.Raw] | None = None
 
 
 _decode_records: Final = msgspec.json.Decoder(_Record).decode_lines
+_SEQ_OF: Final = attrgetter("seq")
+_SEQ0_OF: Final = attrgetter("seq0")
+_decode_packed_data: Final = msgspec.json.Decoder(_PackedData).decode
+
+
+def _records_hold(data: memoryview, lines: int) -> bool:
+    """Whether `data` (a V0/V1 log's lines after its header) holds `lines` records,
+    each one the reader expands without refusing it."""
+    try:
+        records = _decode_records(data)
+    except HeadError:
+        return False
+    if len(records) != lines:
+        return False
+    seqs = list(map(_SEQ_OF, records))
+    for k in compress(range(lines), map(is_not, map(_SEQ0_OF, records), repeat(msgspec.UNSET))):
+        if records[k].type in PACKED_TAGS:
+            if not _packed_row_holds(records[k]):
+                return False
+            seqs[k] = 0  # (a packed row's seq is its seq0)
+    return None not in seqs
+
+
+def _packed_row_holds(row: _Record) -> bool:
+    """Whether the packed row `row` is one `codec.expand_record` expands."""
+    if type(row.seq0) is not int:
+        return False
+    try:
+        packed = _decode_packed_data(row.data)
+    except HeadError:
+        return False
+    members = packed.texts if PACKED_TAGS[row.type][1] == "texts" else packed.args
+    return bool(members) and len(packed.dt) == len(members) - 1  # type: ignore[arg-type]
+
+
 #: The row types `UsageFold.feed_one` reads beyond counting them (and `is_unmetered`'s).
 _FOLDED: Final = frozenset(
     (*USAGE_TYPES, RETRY_STARTED, "request/header", TURN_START, TURN_END, "tool/call")
@@ -914,7 +973,7 @@ def _log_usage_of(
         header = _raw_header(data)
         if header is not None:
             seed = header.seed_length
-            fold = fold_bytes(data, seed)
+            fold = fold_bytes(data, seed, header_checked=True)
             if fold is None:
                 fold = fold_events(LogReader(Path(path)).read().events, seed)
             return _Logged(header.id, header.parent_session, seed, header.created_at, True, fold)

@@ -4,6 +4,7 @@ and every real fixture."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -683,12 +684,19 @@ def _damaged(data: bytes, how: str, at: int) -> bytes:
         lines[at] = line[:cut] + b"\n" + line[cut:]
     elif how == "two on a line":
         lines[at : at + 2] = [line + lines[at + 1]]
+    elif how == "no type":
+        lines[at] = line.replace(b'"type":', b'"typf":', 1)
+    elif how == "a seq as text":
+        lines[at] = re.sub(rb'"seq":(\d+)', rb'"seq":"\1"', line, count=1)
     else:  # a torn write, then the next record on the same line
         lines[at : at + 2] = [line[: len(line) // 2] + lines[at + 1]]
     return b"\n".join(lines)
 
 
-@pytest.mark.parametrize("how", ["not UTF-8", "over two lines", "two on a line", "torn write"])
+@pytest.mark.parametrize(
+    "how",
+    ["not UTF-8", "over two lines", "two on a line", "torn write", "no type", "a seq as text"],
+)
 def test_a_damaged_line_anywhere_folds_as_the_full_read(tmp_path: Path, how: str) -> None:
     """The fast pass decodes only the lines that matter; a line it does not decode
     that the reader refuses (the log stops there) still leaves the log to the full
@@ -737,3 +745,28 @@ def test_a_logs_turns_are_its_timelines_turns(tmp_path: Path) -> None:
     for fast in (True, False):
         assert fold_log(log, 0, fast=fast).own().turns == 1
         assert fold_log(log, 1, fast=fast).inherited().turns == 1
+
+
+def test_a_bad_packed_row_or_header_folds_as_the_full_read(tmp_path: Path) -> None:
+    """A packed row the reader refuses (a time delta too few, its texts not a list),
+    on a line the fast pass does not decode, stops the log there; a first line that is
+    no session header to the reader (no id, too long) holds no events: the fold is the
+    full read's, fast or not."""
+    rows = [p for p in fixture_logs() if b'"text-chunks"' in p.read_bytes()]
+    assert rows
+    data = rows[0].read_bytes()
+    head, rest = data.split(b"\n", 1)
+    at = rest.index(b'"dt":[') + len(b'"dt":[')
+    odd = {
+        "a delta too few": head + b"\n" + rest[:at] + b"9999999," + rest[at:],
+        "texts not a list": head + b"\n" + rest.replace(b'"texts":[', b'"texts":{"x":[', 1),
+        "no id": data.replace(b'"id":', b'"iq":', 1),
+        "a header past 1 MiB": head[:-1] + b',"pad":"' + b"x" * (1 << 20) + b'"}\n' + rest,
+    }
+    for name, content in odd.items():
+        log = tmp_path / name.replace(" ", "-") / "session.jsonl"
+        log.parent.mkdir()
+        log.write_bytes(content)
+        full = fold_log(log, None, fast=False)
+        assert fold_log(log, None).own().to_json_dict() == full.own().to_json_dict(), name
+    assert fold_log(rows[0], None).own().tokens  # (the log holds usage)
