@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import orjson
 
 from .fresh import (
     FRESH_ROW,
@@ -1033,6 +1032,8 @@ def _ends_turn_at(path: str, offset: int, seq: int) -> bool:
     `turn/end` of `seq` the catalog resumes after (a log rewritten in place, longer,
     is read again; one whose rewrite keeps that line where it was is not told apart,
     as `LogReader` does not tell it)."""
+    from .records import TURN_END_LINE, loads
+
     try:
         with open(path, "rb") as fh:
             start = max(0, offset - _TAIL_READ)
@@ -1043,11 +1044,11 @@ def _ends_turn_at(path: str, offset: int, seq: int) -> bool:
     if not tail.endswith(b"\n"):
         return False
     line = tail[tail.rfind(b"\n", 0, len(tail) - 1) + 1 : -1]
-    if not line.startswith(b'{"type":"turn/end"'):
+    if not line.startswith(TURN_END_LINE):
         return False
     try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        record = loads(line)
+    except ValueError:  # (orjson's JSONDecodeError is one)
         return False
     return isinstance(record, dict) and record.get("seq") == seq
 

@@ -156,8 +156,8 @@ def link_sessions(keys: Sequence[LinkKey]) -> Links:
     corpus reuses ids), so a parent id claimed by several logs is resolved as dsh
     resolves it where it can (`_likely_parents`: the log in the folder named for the
     id, a session's own log rather than a snapshot's child), then to the log nearest
-    the child on disk, then the oldest. A log naming itself is a cycle of one; in a longer cycle
-    the edge into the log with the greatest path is cut.
+    the child on disk, then the oldest. A log naming itself is a cycle of one; in a
+    longer cycle the edge into the log with the greatest path is cut.
     """
     # Sorted, filtered and indexed in C where it can be (a listing links ten thousand
     # logs before it prints): one Python step per child, not per log.

@@ -811,7 +811,7 @@ def _packed_row_holds(row: _Record) -> bool:
     except HeadError:
         return False
     members = packed.texts if PACKED_TAGS[row.type][1] == "texts" else packed.args
-    return bool(members) and len(packed.dt) == len(members) - 1  # type: ignore[arg-type]
+    return members is not None and len(members) > 0 and len(packed.dt) == len(members) - 1
 
 
 #: The row types `UsageFold.feed_one` reads beyond counting them (and `is_unmetered`'s).
