@@ -7,9 +7,12 @@ that quietly sends every batch down the slow path is caught too."""
 
 from __future__ import annotations
 
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from turnline.core import index
 from turnline.core.index import index_log
 from turnline.core.timeline import TimelineBuilder
@@ -155,7 +158,8 @@ def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bulk_anchors_are_the_line_by_line_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v5_twins: list[Path], spacing: int
 ) -> None:
-    """The bulk path sums line starts a stretch at a time (`_bulk_anchors`); it must
+    """The bulk path finds anchors by bisection over a block's line starts
+    (`_bulk_anchors`, `_BlockLines`); it must
     anchor the very lines `_consume_lines` anchors (a turn line, or the first line
     `ANCHOR_SPACING` past the last anchor: at short spacings, inside stretches too),
     on every real log, its V5 twin, and a generated log of long turns."""
@@ -166,3 +170,21 @@ def test_bulk_anchors_are_the_line_by_line_ones(
         _line_by_line(slow)
         assert [_positions(log, 1 << 14) for log in logs] == bulk
     assert sum(len(p[0]) for p in bulk) > 2 * len(logs)  # (anchors were set)
+
+
+_LINE_BYTES = st.sampled_from([b"{", b"}", b"\n", b" ", b"a", b'"', b"{}", b'{"a":1}'])
+
+
+@given(st.lists(st.lists(_LINE_BYTES, max_size=6).map(b"".join), min_size=1, max_size=8))
+def test_block_lines_are_the_split_lines(pieces: list[bytes]) -> None:
+    """A raw block's lines found without copying them (`_BlockLines`) are the lines a
+    split gives, and have the shape a split's lines have (blank lines included)."""
+    block = b"".join(piece + b"\n" for piece in pieces)
+    split = block.split(b"\n")
+    split.pop()
+    view = index._BlockLines(block)
+    assert len(view) == len(split)
+    assert [view[i] for i in range(len(view))] == split
+    assert view.starts == [0, *accumulate(len(line) + 1 for line in split)]
+    assert view.shaped() == index._shaped(split)
+    assert view.shaped() == all(line[:1] == b"{" and line[-1:] == b"}" for line in split)
