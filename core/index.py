@@ -171,13 +171,63 @@ class _BlockLines:
         )
 
 
-#: A batch's lines: split, or found in the raw block they are in.
-_Lines = list[bytes] | _BlockLines
+class _FrameLines:
+    """A zstd batch's lines, frame by frame (its frames are not joined): as
+    `_BlockLines`, each line sliced out of its frame only when asked for. `starts`
+    are offsets in the frames' contents joined, as the batch's `_Frame`s count them."""
+
+    __slots__ = ("_first", "_last", "_part_at", "_part_lines", "parts", "starts")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        #: Where each line starts, and where the next would (the contents' length).
+        self.starts = [0]
+        self._part_lines: list[int] = []  # each frame's first line
+        self._part_at: list[int] = []  # each frame's offset
+        self._first: set[int] = set()  # every line's first byte
+        self._last: set[int] = set()  # every line's last byte
+
+    def add(self, content: bytes) -> None:
+        """Take the next frame's contents (whole lines)."""
+        starts = self.starts
+        at = starts[-1]
+        self._part_lines.append(len(starts) - 1)
+        self._part_at.append(at)
+        self.parts.append(content)
+        ends: list[int] = []
+        add = ends.append
+        find = content.find
+        nl = find(b"\n")
+        while nl >= 0:
+            add(nl)
+            nl = find(b"\n", nl + 1)
+        local = [0, *map(_PLUS_ONE, ends)]
+        byte = content.__getitem__
+        self._first.update(map(byte, local[:-1]))
+        self._last.update(map(byte, map(_MINUS_TWO, local[1:])))
+        starts += map(at.__add__, local[1:])
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, index: int) -> bytes:
+        k = bisect.bisect_right(self._part_lines, index) - 1
+        at = self._part_at[k]
+        starts = self.starts
+        return self.parts[k][starts[index] - at : starts[index + 1] - at - 1]
+
+    def shaped(self) -> bool:
+        """Every line starts with `{` and ends with `}` (a blank one does neither)."""
+        return self._first == _OPEN and self._last == _CLOSE
+
+
+#: A batch's lines: split, or found in the raw block or the frames they are in.
+_Lines = list[bytes] | _BlockLines | _FrameLines
 
 
 def _shaped(lines: _Lines) -> bool:
     """Every line starts with `{` and ends with `}`."""
-    if isinstance(lines, _BlockLines):
+    if not isinstance(lines, list):
         return lines.shaped()
     try:
         return set(map(_FIRST_BYTE, lines)) == _OPEN and set(map(_LAST_BYTE, lines)) == _CLOSE
@@ -612,7 +662,7 @@ class _Indexer:
         block: Block,
         base: int,
         frames: list[_Frame] | None,
-        lines: list[bytes] | None = None,
+        lines: _FrameLines | None = None,
     ) -> _Halt | None:
         """Index a batch of whole `\\n`-terminated lines.
 
@@ -622,8 +672,7 @@ class _Indexer:
                 them saves a copy of the whole log).
             base: Raw: file offset of `block[0]`. Zstd: unused.
             frames: Zstd: where each frame's lines are; None for raw.
-            lines: `block`'s lines (split at its newlines, without them), if the
-                caller has them already.
+            lines: Zstd: where `block`'s lines are, if the caller found them already.
 
         Returns:
             None when every line was consumed, else where and why reading stops;
@@ -649,31 +698,30 @@ class _Indexer:
         base: int,
         frames: list[_Frame] | None,
         utf8: bool,
-        lines: list[bytes] | None,
+        found: _FrameLines | None,
     ) -> _Halt | None:
+        size = sum(map(len, block)) if isinstance(block, list) else len(block)
+        if utf8:
+            # Only where each line starts, for the bulk path: the lines are copied out
+            # of the block only if it must read them one by one.
+            view: _BlockLines | _FrameLines
+            if found is not None:
+                view = found
+            elif isinstance(block, list):
+                view = _FrameLines()
+                for part in block:
+                    view.add(part)
+            else:
+                view = _BlockLines(block)
+            if self._consume_bulk(block, view, base, frames):
+                self._advance(size, len(view), frames)
+                return None
+            del view
         if isinstance(block, list):
-            size = sum(map(len, block))
-            if lines is None:
-                lines = [line for part in block for line in part.split(b"\n")[:-1]]
-            if utf8 and self._consume_bulk(block, lines, base, frames):
-                self._advance(size, len(lines), frames)
-                return None
+            lines = [line for part in block for line in part.split(b"\n")[:-1]]
         else:
-            size = len(block)
-            if lines is None:
-                if utf8:
-                    # Only where each line starts, for the bulk path: the lines are
-                    # copied out of the block only if it must read them one by one.
-                    view = _BlockLines(block)
-                    if self._consume_bulk(block, view, base, frames):
-                        self._advance(size, len(view), frames)
-                        return None
-                    del view
-                lines = block.split(b"\n")
-                lines.pop()  # the block ends with a newline
-            elif utf8 and self._consume_bulk(block, lines, base, frames):
-                self._advance(size, len(lines), frames)
-                return None
+            lines = block.split(b"\n")
+            lines.pop()  # the block ends with a newline
         try:
             # Every line is one JSON value with a string type and integer seqs: the
             # common case, checked in C (msgspec) line by line without a Python loop.
@@ -856,7 +904,7 @@ class _Indexer:
         and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last;
         the offset past each `turn/end` line of a raw log."""
         turn_lines = [i for i in structural if types[i] in _TURN_TYPES_STR]
-        starts = lines.starts if isinstance(lines, _BlockLines) else self._line_starts(lines)
+        starts = self._line_starts(lines) if isinstance(lines, list) else lines.starts
         if frames is not None:
             last = self._first_seq
             for i in turn_lines:
@@ -1805,12 +1853,11 @@ def _index_zstd(
         return None
     reader = _FrameReader(fd, size)
     pos = start
-    batch: list[bytes] = []
     frames: list[_Frame] = []
-    # The batch's lines, split a frame at a time: each frame's line count comes with
-    # them (a count of its newlines took as long as a third of the split). The frames
-    # are not joined (`_Indexer.consume`).
-    lines: list[bytes] = []
+    # Where the batch's lines are, found a frame at a time (each frame's line count
+    # comes with them); the frames are not joined (`_Indexer.consume`).
+    lines = _FrameLines()
+    batch = lines.parts
     batch_bytes = 0
 
     def flush() -> bool:
@@ -1832,7 +1879,8 @@ def _index_zstd(
             ix.offset = frames[k - 1].file_end if k else ix.batch_file_start
             ix.stop(halt.stop, bad_line, rest)
             return False
-        batch, frames, lines, batch_bytes = [], [], [], 0
+        lines = _FrameLines()
+        batch, frames, batch_bytes = lines.parts, [], 0
         return True
 
     def corrupt(message: str) -> None:
@@ -1877,10 +1925,8 @@ def _index_zstd(
             if nl + 1 < len(content):
                 rest_lines = content[nl + 1 :]
                 ix.batch_file_start = pos
-                batch = [rest_lines]
+                lines.add(rest_lines)
                 frames = [_Frame(0, frame_no + 1, len(rest_lines), pos + used, nl + 1)]
-                lines = rest_lines.split(b"\n")
-                lines.pop()
                 if not flush():
                     return None
             ix.line = frame_no + 1
@@ -1891,10 +1937,7 @@ def _index_zstd(
             ix.batch_file_start = pos
             line_base = ix.line
         frames.append(_Frame(len(lines), line_base, batch_bytes + len(content), pos + used))
-        batch.append(content)
-        parts = content.split(b"\n")
-        parts.pop()  # (the frame ends with a newline)
-        lines += parts
+        lines.add(content)  # (the frame ends with a newline)
         batch_bytes += len(content)
         line_base += 1
         pos += used

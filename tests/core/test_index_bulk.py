@@ -188,3 +188,25 @@ def test_block_lines_are_the_split_lines(pieces: list[bytes]) -> None:
     assert view.starts == [0, *accumulate(len(line) + 1 for line in split)]
     assert view.shaped() == index._shaped(split)
     assert view.shaped() == all(line[:1] == b"{" and line[-1:] == b"}" for line in split)
+
+
+@given(
+    st.lists(
+        st.lists(st.lists(_LINE_BYTES, max_size=6).map(b"".join), max_size=5),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_frame_lines_are_the_split_lines(frames: list[list[bytes]]) -> None:
+    """The same for a zstd batch's frames, not joined (`_FrameLines`): empty frames
+    included, every line sliced out of its own frame."""
+    parts = [b"".join(piece + b"\n" for piece in frame) for frame in frames]
+    split = [line for part in parts for line in part.split(b"\n")[:-1]]
+    view = index._FrameLines()
+    for part in parts:
+        view.add(part)
+    assert view.parts == parts
+    assert len(view) == len(split)
+    assert [view[i] for i in range(len(view))] == split
+    assert view.starts == [0, *accumulate(len(line) + 1 for line in split)]
+    assert view.shaped() == index._shaped(split)
