@@ -34,10 +34,11 @@ from typing import Final, TypeAlias, cast
 import msgspec
 import watchfiles
 
-from .formats import generation_of
+from .codec import RecordError, expand_record, parse_header
+from .formats import generation_of, packed_rows
 from .logfile import Encoding, LogReader, encoding_of
 from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
-from .records import count_turns, session_title, user_title
+from .records import MAX_HEADER_LINE, count_turns, loads, session_title, user_title
 from .root import (
     SKIP_DIRS,
     SessionRoot,
@@ -240,6 +241,76 @@ def _resume(summary: SessionSummary) -> LogReader:
         summary.last_seq,
         contiguous,
     )
+
+
+#: How far back from where a summary stopped reading `_consumed_intact` looks for the
+#: start of the last line it read.
+_LAST_LINE_WINDOW: Final = 1 << 20
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+#: What `_consumed_intact` reads first at each end (a header, a last line, most often).
+_PEEK: Final = 64 << 10
+
+
+def _consumed_intact(summary: SessionSummary) -> bool:
+    """Whether the log still holds what `summary` read, as far as its ends tell: its
+    header names the same session, and where the summary stopped reading, a raw log's
+    last line read still ends holding the last seq read (a zstd log: a frame still
+    starts there). A reader is made for a log on its first change only
+    (`_Tracked.reader`), so it cannot compare the file with what it was before, as
+    it does from then on: a log replaced or rewritten before its first change would
+    otherwise be read from the old summary's offset, old counts and new lines mixed.
+
+    A file now shorter than what was read passes: the reader itself sees it shrank.
+    """
+    size = summary.size
+    header = summary.header
+    if header is None or size == 0:
+        return True
+    try:
+        fd = os.open(summary.path, os.O_RDONLY)
+    except OSError:
+        return True  # the reader says what is wrong
+    try:
+        now = os.fstat(fd).st_size
+        if now < size:
+            return True
+        if summary.encoding is Encoding.ZSTD:
+            return now == size or os.pread(fd, 4, size) == _ZSTD_MAGIC
+        first = os.pread(fd, min(size, _PEEK), 0)
+        if b"\n" not in first:
+            first = os.pread(fd, min(size, MAX_HEADER_LINE + 1), 0)
+        window = min(size, _PEEK)
+        last = os.pread(fd, window, size - window)
+        if window < size and last.rfind(b"\n", 0, len(last) - 1) < 0:
+            window = min(size, _LAST_LINE_WINDOW)
+            last = os.pread(fd, window, size - window)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    try:
+        parsed, _problems = parse_header(loads(first[: first.find(b"\n")]))
+    except (ValueError, RecursionError):
+        return False
+    if parsed is None or (parsed.id, parsed.version) != (header.id, header.version):
+        return False
+    if not last.endswith(b"\n"):
+        return False
+    if summary.last_seq is None:
+        return True
+    lines = last.split(b"\n")
+    lines.pop()
+    if window < size:
+        lines.pop(0)  # (the window may start inside a line)
+    for line in reversed(lines):
+        if not line.strip():
+            continue  # a blank line: the reader skips it
+        try:
+            events = expand_record(loads(line), packed_rows=packed_rows(header.version))
+        except (ValueError, RecursionError, RecordError):
+            return False
+        return bool(events) and events[-1].seq == summary.last_seq
+    return window < size  # its last line longer than the window: not told
 
 
 # -- one known log ------------------------------------------------------------------------
@@ -465,7 +536,10 @@ class RootWatcher:
                 for known in [k for k in self._tracked if path in k.parents]:
                     changes.extend(self._refresh(known))
                 self._candidates.pop(path, None)
-                continue
+                if path not in added:
+                    continue
+                # Made again in the same burst (`mv proj proj.bak && mkdir proj`):
+                # what is in it now is looked at below.
             try:
                 st = os.stat(path)
             except OSError:
@@ -715,6 +789,26 @@ class RootWatcher:
         # Still there (a hard link): two paths, not a move.
         return [] if (st.st_dev, st.st_ino) == (key[0], key[1]) else [old]
 
+    def _generation_left(self, gone: Path) -> list[RootChange]:
+        """A generation file `gone` was removed: the highest generation left in its
+        folder is the session's log again (it was history while `gone` was there)."""
+        if generation_of(gone.name) is None or self.root.single is not None:
+            return []
+        try:
+            with os.scandir(gone.parent) as it:
+                names = [e.name for e in it if generation_of(e.name) is not None]
+        except OSError:
+            return []
+        names.sort(key=lambda name: generation_of(name) or 0, reverse=True)
+        for name in names:
+            path = gone.parent / name
+            if path in self._tracked:
+                return []
+            added = self._consider(path)
+            if added:
+                return added
+        return []
+
     def _older_generations(self, path: Path) -> list[Path] | None:
         """The tracked logs that the generation file `path` supersedes (same folder,
         lower generation), or None if a tracked one there supersedes `path`."""
@@ -750,7 +844,7 @@ class RootWatcher:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return [self._drop(path, tracked)]
+            return [self._drop(path, tracked), *self._generation_left(path)]
         except OSError:
             st = None  # e.g. a folder lost its search permission: the read says so
         if st is not None and not stat.S_ISREG(st.st_mode):
@@ -759,7 +853,8 @@ class RootWatcher:
         if key is not None and key == tracked.seen:
             return []
         old = tracked.summary
-        first_look = tracked.seen is None
+        before = tracked.seen
+        first_look = before is None
         tracked.seen = key
         if key is not None:
             self._identities[key[0], key[1]] = path
@@ -772,12 +867,24 @@ class RootWatcher:
             return self._reread(tracked, mtime)
         reader = tracked.reader
         if reader is None:
+            # The log's first change: a file put in its place since it was last seen
+            # (another inode), or one whose bytes read are not there any more, is read
+            # from the start (a reader made now knows only the file as it is now).
+            replaced = before is not None and key is not None and before[:2] != key[:2]
+            if replaced or not _consumed_intact(old):
+                return self._reread(tracked, mtime)
             reader = tracked.reader = _resume(old)
-        before = list(reader.problems)
+        known = list(reader.problems)
         batch = reader.read()
         if batch.reset:
             return self._reread(tracked, mtime, reader=reader, events=batch.events)
-        found = [p for p in reader.problems if p not in before]
+        if reader.header != old.header:
+            # A V2+ child's inherited marker came in the appended rows: it sets the
+            # header's seed length, which changes how the rows before it are counted
+            # (own or inherited), and answers a missing-marker problem already
+            # reported. Read as a fresh load reads it.
+            return self._reread(tracked, mtime)
+        found = [p for p in reader.problems if p not in known]
         new = advance_summary(
             old, batch.events, found, reader.offset, tail=reader.tail_problem, mtime=mtime
         )
@@ -801,9 +908,10 @@ class RootWatcher:
         new = advance_summary(
             base, events, reader.problems, reader.offset, tail=reader.tail_problem, mtime=mtime
         )
-        if not events and new.header == old.header:
+        if not events and not old.events and new.header == old.header:
             # Still nothing to show (e.g. an empty file that stayed empty): an update
-            # only if its problems changed.
+            # only if its problems changed. (A log that had events and now has none
+            # shrank: a reset, so that what was shown of it is dropped.)
             return self._publish(tracked, new, (), reset=False)
         return self._publish(tracked, new, tuple(events), reset=True)
 

@@ -794,3 +794,178 @@ def test_a_rename_split_across_two_polls_is_still_a_move(tmp_path: Path) -> None
     changes = watcher._check_dirs()
     assert [type(c) for c in changes] == [SessionAdded]
     assert set(watcher.known) == {moved, twin}
+
+
+# -- what a fresh load reads, after changes a reader made late cannot see ------------------
+
+
+def _fresh(root: Path, path: Path) -> SessionSummary:
+    return next(s for s in SessionRoot(root).summaries() if s.path == path)
+
+
+def _settled(live: Live, root: Path, path: Path) -> SessionSummary:
+    """Wait until the watcher's root summarizes `path` as a fresh load does."""
+
+    def probe(_: list[RootChange]) -> SessionSummary | None:
+        mine = next((s for s in live.root.summaries() if s.path == path), None)
+        if mine is not None and fields(mine) == fields(_fresh(root, path)):
+            return mine
+        return None
+
+    return live.wait_for(probe, f"{path.name} as a fresh load reads it")
+
+
+def _reset_of(live: Live, path: Path) -> EventsAppended:
+    def probe(changes: list[RootChange]) -> EventsAppended | None:
+        return next(
+            (
+                c
+                for c in changes
+                if isinstance(c, EventsAppended) and c.reset and c.summary.path == path
+            ),
+            None,
+        )
+
+    return live.wait_for(probe, "a reset")
+
+
+@pytest.mark.parametrize("encoding", [Encoding.RAW, Encoding.ZSTD])
+def test_a_log_replaced_by_a_longer_one_before_its_first_change_resets(
+    tmp_path: Path, live_factory: Callable[[Path], Live], encoding: Encoding
+) -> None:
+    """The watcher makes a log's reader on its first change, when the file may
+    already be another one: a longer replacement must not be read from the old
+    summary's offset (old counts, new lines) but whole, as a reset."""
+    path = new_log(tmp_path, "s1", turn_events(0, 1), encoding)
+    live = live_factory(tmp_path)
+    n = len(turn_events(0, 1))
+    other = turn_events(0, 1, text="other") + turn_events(n, 2) + turn_events(2 * n, 3)
+    header = SessionHeader(id="s1", created_at=2, cwd="/w/app")
+    write_new_file(path.with_name("replacement"), [encode_new_log(header, other, encoding)])
+    os.replace(path.with_name("replacement"), path)
+    change = _reset_of(live, path)
+    assert as_dicts(change.events) == as_dicts(other)
+    assert fields(_settled(live, tmp_path, path)) == fields(change.summary)
+    assert change.summary.turns == 3 and change.summary.problems == ()
+
+
+def test_a_log_rewritten_in_place_before_its_first_change_resets(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    """The same inode, truncated and written again longer: the bytes the summary read
+    are not there any more (its last line read does not end where it stopped)."""
+    path = new_log(tmp_path, "s1", turn_events(0, 1, text="first"))
+    live = live_factory(tmp_path)
+    header_line = path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    other = turn_events(0, 1, text="a longer first message")
+    other += turn_events(len(other), 2)
+    with open(path, "r+b") as fh:
+        fh.truncate(0)
+        fh.write(header_line + lines(other))
+    change = _reset_of(live, path)
+    assert as_dicts(change.events) == as_dicts(other)
+    assert change.summary.title == "a longer first message"
+    _settled(live, tmp_path, path)
+
+
+@pytest.mark.parametrize("how", ["truncate", "replace"])
+def test_a_log_cut_to_its_header_resets(
+    tmp_path: Path, live_factory: Callable[[Path], Live], how: str
+) -> None:
+    """A log that had events and now has none is a reset (its turns are dropped), not
+    a summary quietly set to nothing."""
+    path = new_log(tmp_path, "s1", turn_events(0, 1) + turn_events(10, 2))
+    live = live_factory(tmp_path)
+    append_bytes(path, lines(turn_events(20, 3)))  # a reader is made (the log's first change)
+    live.wait_events(path, 3 * len(turn_events(0, 1)))
+    header_line = path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    if how == "truncate":
+        with open(path, "r+b") as fh:
+            fh.truncate(len(header_line))
+    else:
+        path.with_name("replacement").write_bytes(header_line)
+        os.replace(path.with_name("replacement"), path)
+    change = _reset_of(live, path)
+    assert change.events == () and change.summary.events == 0 and change.summary.turns == 0
+    _settled(live, tmp_path, path)
+
+
+def test_the_generation_left_when_the_newest_is_deleted_is_the_session_again(
+    tmp_path: Path, live_factory: Callable[[Path], Live]
+) -> None:
+    """dsh runs a session from its highest generation file; the older ones are history.
+    With the newest deleted, the next one down is the session's log again, as a fresh
+    load lists it."""
+    old = new_log(tmp_path, "s1", turn_events(0, 1, text="old generation"))
+    newest = old.with_name("session.v5.jsonl")
+    v5 = SessionHeader(id="s1", created_at=1, cwd="/w/app", version=5)
+    newest.write_bytes(v5.to_json_line() + lines(turn_events(0, 1, text="new generation")))
+    live = live_factory(tmp_path)
+    assert [s.path for s in live.root.summaries()] == [newest]
+    newest.unlink()
+
+    def added(changes: list[RootChange]) -> SessionAdded | None:
+        return next(
+            (c for c in changes if isinstance(c, SessionAdded) and c.summary.path == old), None
+        )
+
+    assert live.wait_for(added, "the older generation").summary.title == "old generation"
+    assert [s.path for s in live.root.summaries()] == [old]
+
+
+@pytest.mark.parametrize("how", ["rename", "delete"])
+def test_a_folder_made_again_in_the_same_native_batch_is_scanned(tmp_path: Path, how: str) -> None:
+    """`mv proj proj.bak && mkdir proj` (or a delete) in one burst: inotify reports the
+    folder deleted and added in one batch, and its new contents may predate its watch."""
+    new_log(tmp_path, "s1", turn_events(0, 1), cwd="/w/app")
+    root = SessionRoot(tmp_path)
+    root.scan()
+    watcher = RootWatcher(root)
+    assert watcher._prime() == []
+    project = next(tmp_path.iterdir())
+    batch = {(3, str(project)), (1, str(project))}
+    if how == "rename":
+        project.rename(project.with_name(project.name + ".bak"))
+        batch.add((1, str(project.with_name(project.name + ".bak"))))
+    else:
+        shutil.rmtree(project)
+    made = new_log(tmp_path, "s2", turn_events(0, 1), cwd="/w/app")
+    assert made.parent.parent == project
+    changes = watcher._pair_moves(watcher._apply_native(batch))
+    changes += watcher._pair_moves([])
+    assert made in [c.summary.path for c in changes if isinstance(c, SessionAdded)]
+    assert set(watcher.known) == {s.path for s in SessionRoot(tmp_path).summaries()}
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_seed_marker_read_as_appended_rows_sets_the_seed(
+    tmp_path: Path, live_factory: Callable[[Path], Live], split: bool
+) -> None:
+    """A V2+ child written in place: its inherited marker (`session/end-seed`) comes in
+    rows the watcher reads as appended. It sets the header's seed length (the seed's
+    turns are inherited), and answers the missing-marker problem a read of the rows
+    before it reported."""
+    v5 = SessionHeader(id="p1", created_at=1, cwd="/w/app", version=5)
+    parent = session_dir(tmp_path, "p1", "/w/app") / "session.v5.jsonl"
+    seed = turn_events(0, 1, text="the parent's turn")
+    write_new_file(parent, [v5.to_json_line() + lines(seed)])
+    child = session_dir(tmp_path, "c1", "/w/app") / "session.v5.jsonl"
+    child.parent.mkdir(parents=True)
+    live = live_factory(tmp_path)
+    child_header = SessionHeader(
+        id="c1", created_at=2, cwd="/w/app", version=5, parent_session="p1", is_seeded=True
+    )
+    append_bytes(child, child_header.to_json_line())
+    live.wait_for(lambda _: live.latest(child), "the child")
+    marker = event(len(seed), "session/end-seed", {"inherited": True})
+    own = turn_events(len(seed) + 1, 2, text="the child's own turn")
+    if split:
+        append_bytes(child, lines(seed))
+        live.wait_events(child, len(seed))
+        append_bytes(child, lines([marker, *own]))
+    else:
+        append_bytes(child, lines([*seed, marker, *own]))
+    mine = _settled(live, tmp_path, child)
+    fresh = _fresh(tmp_path, child)
+    assert fresh.seed_length == len(seed) and fresh.problems == ()
+    assert (mine.seed_length, mine.problems) == (fresh.seed_length, fresh.problems)
