@@ -19,7 +19,7 @@ import msgspec
 import orjson
 
 from .clipped import Clipped, join_texts, text_length
-from .formats import USAGE_TYPES, assistant_message, tool_result_parts, usage_of
+from .formats import USAGE_TYPES, assistant_message, result_parts_of, usage_of
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
 from .textsafe import one_line
@@ -478,7 +478,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
             out.append(call)
         elif etype == "tool/result":
             meta = data.get("meta")
-            for part in tool_result_parts(data.get("message")):
+            for part in result_parts_of(data):
                 call_id = part.get("toolCallId")
                 target = calls.get(call_id) if isinstance(call_id, str) else None
                 if target is None or target.result is not None:

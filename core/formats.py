@@ -22,8 +22,9 @@ any unknown key is. What differs, and where this module decides it:
 - assistant output: V0/V1 `assistant/chunk` events beside `assistant/message`; V2+
   the stream inside `assistant/message.data.stream`, unclaimed streams as
   `assistant/attempt`;
-- tool results (`tool_result_parts`): to V3 a user-role message holding `tool-result`
-  parts; V4+ a `role: "tool"` message whose content is the result;
+- tool results (`tool_result_parts`, `result_parts_of`): legacy V0 rows the result's
+  own fields; to V3 a user-role message holding `tool-result` parts; V4+ a
+  `role: "tool"` message whose content is the result;
 - usage (`usage_of`): V0/V1 usage chunks and `assistant/message.usage`; V2+
   `assistant/message.usage`, else the last usage chunk of its stream, and the streams
   of `assistant/attempt`.
@@ -295,6 +296,32 @@ def tool_result_parts(message: Any) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [part for part in content if isinstance(part, dict)]
+
+
+def result_parts_of(data: Any) -> list[dict[str, Any]]:
+    """The `tool-result` parts of a `tool/result` event's data: its message's
+    (`tool_result_parts`), or a legacy v0 row's own (`{callId, content, isError}`
+    with no message: dsh's v0 → v1 migration wraps exactly those rows, a string call
+    id and a boolean `isError` beside `content`, in one `tool-result` part)."""
+    if not isinstance(data, dict):
+        return []
+    call_id = data.get("callId")
+    is_error = data.get("isError")
+    if (
+        "message" not in data
+        and isinstance(call_id, str)
+        and isinstance(is_error, bool)
+        and "content" in data
+    ):
+        return [
+            {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "content": data["content"],
+                "isError": is_error,
+            }
+        ]
+    return tool_result_parts(data.get("message"))
 
 
 #: Event types that carry a usage sample (dsh's token meter reads only these).

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from turnline.core import formats
+from turnline.core.content import ToolCall, turn_blocks
+from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind
 from turnline.core.root import SessionRoot
 from turnline.core.search import open_catalog, search
@@ -255,3 +257,28 @@ def test_every_twin_folds_in_one_decode_as_the_full_read_does(twins: Twins) -> N
         compared += 1
     assert decoded == len(pairs)  # every twin's rows took the one-decode path
     assert compared >= 140  # and nearly every twin's fold came from it (149 of 151)
+
+
+def _tool_rounds(path: Path) -> list[tuple[str, str | None, bool | None]]:
+    """Each tool call of a log, in order: its name, and its result's text and error
+    flag (None while it has no result)."""
+    blocks = turn_blocks(read_log(path).events)
+    return [
+        (b.name, *((b.result.text, b.result.is_error) if b.result else (None, None)))
+        for b in blocks
+        if isinstance(b, ToolCall)
+    ]
+
+
+def test_every_twin_gives_its_tool_calls_the_same_results(twins: Twins) -> None:
+    """Tool results are read in every shape dsh wrote them: a V4+ tool-role message, a
+    V1–V3 `tool-result` part, and a legacy V0 row's own `{callId, content, isError}`
+    (which dsh's v0 → v1 step wraps): the export, the detail pane and search show the
+    same results for a log and its twin."""
+    _root, pairs = twins
+    with_results = 0
+    for original, twin in pairs.items():
+        rounds = _tool_rounds(original)
+        assert rounds == _tool_rounds(twin), original
+        with_results += any(text is not None for _name, text, _error in rounds)
+    assert with_results >= 60
