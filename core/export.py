@@ -155,8 +155,33 @@ def _tokens_line(tokens: TokenUsage) -> str:
 # -- Markdown ------------------------------------------------------------------------
 
 
+# Log content is shown as it is written, as the HTML export shows it (in `<pre>`):
+# nothing in it is Markdown or HTML to a renderer. Text goes in fences longer than any
+# backtick run inside it, a name in a code span likewise, and a line of prose (a title,
+# an error) has each character backslash-escaped that could open a tag, an entity, a
+# code span, a link or an emphasis (CommonMark: `\<` is a literal `<`).
+
+
 def _md_text(text: str) -> str:
     return safe_text(text, keep_newlines=True)
+
+
+def _md_line(text: str) -> str:
+    """One line of untrusted prose, every character literal to a Markdown renderer."""
+    return _PUNCTUATION.sub(r"\\\g<0>", one_line(text))
+
+
+#: What `_md_line` escapes (CommonMark lets a backslash escape any ASCII punctuation).
+_PUNCTUATION = re.compile(r"[\\`*_\[\]<>&]")
+
+
+def _code(text: str) -> str:
+    """An untrusted name as a code span: its delimiter is longer than any backtick run
+    in it (padded with a space where it begins or ends with a backtick)."""
+    text = one_line(text)
+    ticks = "`" * (max((len(m) for m in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -165,24 +190,20 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
-
-
 def to_markdown(doc: SessionDoc) -> str:
     """The session as Markdown."""
-    out = [f"# {one_line(doc.title)}", ""]
-    out.append(f"- id: `{one_line(doc.session_id)}`")
+    out = [f"# {_md_line(doc.title)}", ""]
+    out.append(f"- id: {_code(doc.session_id)}")
     if doc.cwd:
-        out.append(f"- cwd: `{one_line(doc.cwd)}`")
+        out.append(f"- cwd: {_code(doc.cwd)}")
     if doc.fork is not None:
-        out.append(f"- {one_line(_fork_line(doc.fork))}")
+        out.append(f"- {_md_line(_fork_line(doc.fork))}")
     if doc.models:
-        out.append("- models: " + ", ".join(f"`{one_line(m)}`" for m in doc.models))
+        out.append("- models: " + ", ".join(_code(m) for m in doc.models))
     out.append(f"- totals: {_tokens_line(doc.tokens)}")
     out.append("")
     if doc.inherited and doc.fork is not None:
-        out += [f"*{one_line(_fork_line(doc.fork))}*", ""]
+        out += [f"*{_md_line(_fork_line(doc.fork))}*", ""]
     for td in doc.turns:
         out += _md_turn(td)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -193,11 +214,11 @@ def _md_turn(td: TurnDoc, result_limit: int | None = RESULT_LIMIT) -> list[str]:
     out = [f"## Turn {turn.number}", ""]
     for block in td.blocks:
         if isinstance(block, UserText):
-            out += ["**User**", "", _quote(_md_text(block.text)), ""]
+            out += ["**User**", "", _fence(_md_text(block.text)), ""]
         elif isinstance(block, ContextText):
-            out += [f"**Context** ({one_line(block.source)})", "", _fence(_md_text(block.text)), ""]
+            out += [f"**Context** ({_md_line(block.source)})", "", _fence(_md_text(block.text)), ""]
         elif isinstance(block, AssistantText):
-            out += ["**Assistant**", "", _md_text(block.text), ""]
+            out += ["**Assistant**", "", _fence(_md_text(block.text)), ""]
         elif isinstance(block, Reasoning):
             out += [
                 "<details><summary>Reasoning</summary>",
@@ -208,7 +229,7 @@ def _md_turn(td: TurnDoc, result_limit: int | None = RESULT_LIMIT) -> list[str]:
                 "",
             ]
         elif isinstance(block, ToolCall):
-            out += [f"**Tool call** `{one_line(block.name)}`", ""]
+            out += [f"**Tool call** {_code(block.name)}", ""]
             out += [_fence(_md_text(block.arguments_text), "json"), ""]
             result = block.result
             if result is None:
@@ -218,12 +239,12 @@ def _md_turn(td: TurnDoc, result_limit: int | None = RESULT_LIMIT) -> list[str]:
                 label = "Error result" if result.is_error else "Result"
                 out += [f"<details><summary>{label}</summary>", "", _fence(text), ""]
                 if note:
-                    out += [f"*({note})*", ""]
+                    out += [f"*({_md_line(note)})*", ""]
                 out += ["</details>", ""]
         elif isinstance(block, TurnError):
-            out += [f"**Error**: {one_line(block.message)}", ""]
-    reason = turn.reason + (f": {one_line(turn.detail)}" if turn.detail else "")
-    out += [f"*turn/end: {reason}*", ""]
+            out += [f"**Error**: {_md_line(block.message)}", ""]
+    reason = turn.reason + (f": {turn.detail}" if turn.detail else "")
+    out += [f"*turn/end: {_md_line(reason)}*", ""]
     return out
 
 
@@ -334,9 +355,12 @@ def export(loaded: LoadedSession, fmt: str, *, own_only: bool = False) -> str:
 def turn_markdown(loaded: LoadedSession, turn: Turn) -> str:
     """One turn as Markdown (what `o` opens in the pager)."""
     blocks = tuple(turn_blocks(loaded.events_between(turn.first_seq, turn.end_seq)))
-    title = one_line(loaded.timeline.title or loaded.summary.id)
-    head = [f"# {title}: turn {turn.number}", "", f"- id: `{one_line(loaded.summary.id)}`", ""]
-    return "\n".join(head + _md_turn(TurnDoc(turn, blocks))).rstrip("\n") + "\n"
+    return "\n".join(_turn_head(loaded, turn) + _md_turn(TurnDoc(turn, blocks))).rstrip("\n") + "\n"
+
+
+def _turn_head(loaded: LoadedSession, turn: Turn) -> list[str]:
+    title = _md_line(loaded.timeline.title or loaded.summary.id)
+    return [f"# {title}: turn {turn.number}", "", f"- id: {_code(loaded.summary.id)}", ""]
 
 
 def write_turn_markdown(
@@ -352,20 +376,20 @@ def write_turn_markdown(
     if events is None:
         events = loaded.events_between(turn.first_seq, turn.end_seq, bounded=True)
     nonce = os.urandom(6).hex()  # (`secrets.token_hex`, without loading `secrets`)
-    fields: dict[str, tuple[Clipped, bool]] = {}
+    fields: dict[str, Clipped] = {}
 
-    def mark(text: str, quoted: bool = False) -> str:
+    def mark(text: str) -> str:
         if not isinstance(text, Clipped):
             return text
-        token = f"\ue000{nonce}.{len(fields)}\ue001"
-        fields[token] = (text, quoted)
+        # The token holds the field's longest run of backticks, so that its fence
+        # (`_fence`) is longer than any the whole field holds.
+        token = f"\ue000{nonce}.{len(fields)}.{'`' * _longest_backticks(text)}\ue001"
+        fields[token] = text
         return token
 
     blocks: list[Block] = []
     for block in turn_blocks(events):
-        if isinstance(block, UserText):
-            block = msgspec.structs.replace(block, text=mark(block.text, quoted=True))
-        elif isinstance(block, (ContextText, AssistantText, Reasoning)):
+        if isinstance(block, (UserText, ContextText, AssistantText, Reasoning)):
             block = msgspec.structs.replace(block, text=mark(block.text))
         elif isinstance(block, ToolCall):
             result = block.result
@@ -375,22 +399,32 @@ def write_turn_markdown(
                 block, arguments_text=mark(block.arguments_text), result=result
             )
         blocks.append(block)
-    title = one_line(loaded.timeline.title or loaded.summary.id)
-    head = [f"# {title}: turn {turn.number}", "", f"- id: `{one_line(loaded.summary.id)}`", ""]
-    lines = head + _md_turn(TurnDoc(turn, tuple(blocks)), result_limit=None)
+    lines = _turn_head(loaded, turn) + _md_turn(TurnDoc(turn, tuple(blocks)), result_limit=None)
     text = "\n".join(lines).rstrip("\n") + "\n"
     if not fields:
         out.write(text)
         return
-    for piece in re.split(f"(\ue000{nonce}\\.\\d+\ue001)", text):
-        field = fields.get(piece)
-        if field is None:
+    for piece in re.split(f"(\ue000{nonce}\\.\\d+\\.`*\ue001)", text):
+        clipped = fields.get(piece)
+        if clipped is None:
             out.write(piece)
             continue
-        clipped, quoted = field
         for chunk in full_text(clipped):
-            chunk = _md_chunk(chunk)
-            out.write(chunk.replace("\n", "\n> ") if quoted else chunk)
+            out.write(_md_chunk(chunk))
+
+
+def _longest_backticks(clipped: Clipped) -> int:
+    """The longest run of backticks in a field too long to hold, read window by window
+    (a run may span two windows)."""
+    longest = run = 0
+    for chunk in full_text(clipped):
+        for match in re.finditer("`+", chunk):
+            start, end = match.span()
+            run = run + (end - start) if start == 0 else end - start
+            longest = max(longest, run)
+        if not chunk.endswith("`"):
+            run = 0
+    return longest
 
 
 #: What `safe_text(…, keep_newlines=True)` removes (every unsafe character but `\n`).

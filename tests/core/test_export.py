@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from html.parser import HTMLParser
 from pathlib import Path
 
+import orjson
 import pytest
+from markdown_it import MarkdownIt
 from syrupy.assertion import SnapshotAssertion
 from turnline.core.export import ExportError, export, turn_markdown, write_export
 from turnline.core.root import SessionRoot
@@ -115,3 +118,70 @@ def test_every_fixture_exports(fixtures_root: Path) -> None:
             assert "\x1b" not in text
             if fmt == "html":
                 assert "<script" not in text.lower()
+
+
+_HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+_NAME = f"bash`{_HOSTILE}`"
+_ALLOWED_TAGS = {"h1", "h2", "ul", "li", "code", "pre", "p", "strong", "em", "details", "summary"}
+
+
+def _hostile_log(path: Path, reply: str) -> Path:
+    """One turn whose every field a log controls holds HTML, backticks or a fence."""
+    user = {"content": [{"type": "text", "text": f"U {_HOSTILE}"}], "role": "user", "id": "u1"}
+    message = {
+        "role": "assistant",
+        "id": "a1",
+        "content": [
+            {"type": "text", "text": reply},
+            {"type": "tool-call", "id": "c1", "name": _NAME, "arguments": "{}"},
+        ],
+        "source": {"kind": "model", "provider": "p", "model": f"m`{_HOSTILE}`"},
+    }
+    result = {"type": "tool-result", "toolCallId": "c1", "content": "out", "isError": False}
+    error = {"kind": "error", "error": {"message": f"E {_HOSTILE}", "code": "X"}}
+    rows = [
+        {"type": "session", "version": 0, "id": f"s`{_HOSTILE}`", "createdAt": 1, "cwd": "/w`x`"},
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "user/message", "seq": 1, "time": 2, "data": user},
+        {"type": "session/title", "seq": 2, "time": 3, "data": {"title": f"# T {_HOSTILE}"}},
+        {"type": "assistant/message", "seq": 3, "time": 4, "data": {"message": message}},
+        {"type": "tool/call", "seq": 4, "time": 5, "data": {"callId": "c1", "name": _NAME}},
+        {
+            "type": "tool/result",
+            "seq": 5,
+            "time": 6,
+            "data": {"message": {"role": "user", "content": [result]}},
+        },
+        {"type": "turn/end", "seq": 6, "time": 7, "data": {"turn": 1, "reason": error}},
+    ]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    return path
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+
+@pytest.mark.parametrize("reply", [f"A {_HOSTILE}", "Code:\n\n```python\nprint(1)\n(cut off)"])
+def test_a_markdown_export_renders_every_field_as_text(tmp_path: Path, reply: str) -> None:
+    """Rendered by a CommonMark renderer, a Markdown export holds no tag or attribute
+    from the log (no raw HTML, no field leaving its code span), and an unclosed fence
+    in a reply does not swallow what follows it."""
+    log = _hostile_log(tmp_path / "p" / "s" / "session.jsonl", reply)
+    root = SessionRoot(tmp_path)
+    loaded = root.load(root.summaries()[0])
+    rendered = MarkdownIt("commonmark").render(export(loaded, "md"))
+    tags = _Tags()
+    tags.feed(rendered)
+    assert {tag for tag, _attrs in tags.tags} <= _ALLOWED_TAGS, rendered
+    assert all(attrs in ([], [("class", "language-json")]) for _tag, attrs in tags.tags)
+    assert [tag for tag, _attrs in tags.tags].count("h1") == 1  # the title's `#` is text
+    assert "<p><strong>Tool call</strong> <code>bash`" in rendered
+    assert "<pre><code>out\n</code></pre>" in rendered  # the result in its own block
+    assert log.name in {p.name for p in tmp_path.rglob("*.jsonl")}
