@@ -698,7 +698,7 @@ def cmd_resume_cmd(args: argparse.Namespace) -> int:
 
     root, ref = _root_and_session(args.first, args.second)
     try:
-        command = resume_command(root.resolve(ref))
+        command = resume_command(root.resolve(ref), printable=True)
     except ConfigError as exc:
         raise CliError("CONFIG_ERROR", exc.message) from exc
     _write(sys.stdout, command + "\n")
