@@ -19,7 +19,7 @@ import msgspec
 import orjson
 
 from .clipped import Clipped, join_texts, text_length
-from .formats import USAGE_TYPES, assistant_message, result_parts_of, usage_of
+from .formats import USAGE_TYPES, assistant_message, result_parts_of, source_kind, usage_of
 from .model import TURN_END, SessionEvent
 from .records import is_user_input, message_text
 from .textsafe import one_line
@@ -29,15 +29,6 @@ from .textsafe import one_line
 #: output, reported but never added to a sum.
 USAGE_BUCKETS: Final = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 REASONING_BUCKET: Final = "reasoningTokens"
-
-
-def message_source_kind(message: Any) -> str | None:
-    """`message.source.kind` (None when absent): `user`, `model`, `tool`, a plugin's kind."""
-    if not isinstance(message, dict):
-        return None
-    source = message.get("source")
-    kind = source.get("kind") if isinstance(source, dict) else None
-    return kind if isinstance(kind, str) else None
 
 
 # -- blocks ---------------------------------------------------------------------------
@@ -442,7 +433,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
             if _seen_message(data, seen_messages):
                 continue  # spliced from the inbox already: the same message, by id
             text = message_text(data)
-            kind = message_source_kind(data)
+            kind = source_kind(data)
             if kind in (None, "user"):
                 out.append(UserText(text, event.seq))
             else:

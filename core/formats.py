@@ -324,6 +324,71 @@ def result_parts_of(data: Any) -> list[dict[str, Any]]:
     return tool_result_parts(data.get("message"))
 
 
+#: The system-prompt plugin that V2→V3 attributes the synthetic system messages to [S22].
+SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
+
+#: V3→V4 plugin names that become a producer kind of another name [S4].
+RENAMED_PLUGINS: Final = {
+    "compact": "compact-checkpoint",
+    "tools-code-mode": "ptc-mode",
+    "tools-ptc": "ptc-mode",
+    "dsh-compaction-basic": "compact-basic",
+}
+
+#: V3→V4 first-party producers that keep their plugin name as the source kind [S4].
+SAME_NAME_PRODUCERS: Final = frozenset(
+    {
+        "agent-instructions",
+        "session-reference",
+        "team-message",
+        "goal",
+        "skill-invocation",
+        "skill-catalog",
+        "coordinator",
+        "subagent-report",
+        "subagent-settled",
+        "webhook",
+        "agent-message",
+        "model-selection",
+        "plan-mode",
+        "time-context",
+        "tmux-context",
+        "user-approval",
+        "repeat-tool-reminder",
+        "tool-cordis",
+        "cordis-host-runner",
+        "tool-goal",
+        "tool-jobs",
+        "hooks-codex",
+        "hooks-claude-code",
+        "schedule",
+        "dsh-session-title-llm",
+    }
+)
+
+
+def source_kind(message: Any) -> str | None:
+    """Who wrote a message (`source.kind`, None when absent: `user`, `model`, `tool`,
+    a producer), in V4's words whatever the version: a V0–V3 `{kind: "plugin",
+    plugin: NAME}` is the producer kind dsh's V3 → V4 step gives it (the system-prompt
+    plugin's system messages `system-prompt`, its others `runtime-context`; a renamed
+    or a first-party plugin its producer's name; any other `plugin:NAME`)."""
+    if not isinstance(message, dict):
+        return None
+    source = message.get("source")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    if not isinstance(kind, str):
+        return None
+    plugin = source.get("plugin") if isinstance(source, dict) else None
+    if kind != "plugin" or not isinstance(plugin, str):
+        return kind
+    if plugin == SYSTEM_PROMPT_PLUGIN:
+        return "system-prompt" if message.get("role") == "system" else "runtime-context"
+    if plugin in RENAMED_PLUGINS:
+        return RENAMED_PLUGINS[plugin]
+    return plugin if plugin in SAME_NAME_PRODUCERS else f"plugin:{plugin}"
+
+
 #: Event types that carry a usage sample (dsh's token meter reads only these).
 USAGE_TYPES: Final = frozenset(("assistant/chunk", "assistant/message", "assistant/attempt"))
 #: The event that clears the replacement slot of its (turn, step): the retried attempt

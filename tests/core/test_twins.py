@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from turnline.core import formats
-from turnline.core.content import ToolCall, turn_blocks
+from turnline.core.content import ContextText, ToolCall, turn_blocks
 from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind
 from turnline.core.root import SessionRoot
@@ -282,3 +282,26 @@ def test_every_twin_gives_its_tool_calls_the_same_results(twins: Twins) -> None:
         assert rounds == _tool_rounds(twin), original
         with_results += any(text is not None for _name, text, _error in rounds)
     assert with_results >= 60
+
+
+def test_every_twin_names_its_injected_context_the_same(twins: Twins) -> None:
+    """Who injected a context message is named in V4's words whatever the version: a
+    V0–V3 `{kind: "plugin", plugin: NAME}` as the producer kind dsh's V3 → V4 step
+    makes of it (`runtime-context`, `hooks-codex`, …), so a log and its twin label
+    the same messages the same way."""
+    _root, pairs = twins
+    labelled = 0
+    for original, twin in pairs.items():
+        labels = [
+            (b.source, b.text)
+            for b in turn_blocks(read_log(original).events)
+            if isinstance(b, ContextText)
+        ]
+        assert labels == [
+            (b.source, b.text)
+            for b in turn_blocks(read_log(twin).events)
+            if isinstance(b, ContextText)
+        ], original
+        labelled += bool(labels)
+        assert not any(source == "plugin" for source, _text in labels), original
+    assert labelled >= 100

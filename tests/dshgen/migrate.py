@@ -42,7 +42,12 @@ from typing import Any
 
 import orjson
 import zstandard
-from turnline.core.formats import HEADER_ORDER
+from turnline.core.formats import (
+    HEADER_ORDER,
+    RENAMED_PLUGINS,
+    SAME_NAME_PRODUCERS,
+    SYSTEM_PROMPT_PLUGIN,
+)
 from turnline.core.logfile import read_log
 
 Log = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -54,53 +59,12 @@ Notes = list[str] | None
 #: The V2+ header's closed key set, in the order dsh writes it [S20][S1].
 HEADER_KEYS_V2 = HEADER_ORDER
 
-#: The system-prompt plugin that V2→V3 attributes the synthetic system messages to [S22].
-SYSTEM_PROMPT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
 
 #: The surface event types, which from V3 on must carry ``surfaceOp`` [S14][S22].
 SURFACE_TYPES = frozenset({"system/message", "user/message", "assistant/message", "tool/result"})
 
 #: Rows per zstd frame after the header frame in :func:`write_log`.
 ROWS_PER_FRAME = 64
-
-#: V3→V4 plugin names that become a producer kind of another name [S4].
-_RENAMED_PLUGINS = {
-    "compact": "compact-checkpoint",
-    "tools-code-mode": "ptc-mode",
-    "tools-ptc": "ptc-mode",
-    "dsh-compaction-basic": "compact-basic",
-}
-
-#: V3→V4 first-party producers that keep their plugin name as the source kind [S4].
-_SAME_NAME_PRODUCERS = frozenset(
-    {
-        "agent-instructions",
-        "session-reference",
-        "team-message",
-        "goal",
-        "skill-invocation",
-        "skill-catalog",
-        "coordinator",
-        "subagent-report",
-        "subagent-settled",
-        "webhook",
-        "agent-message",
-        "model-selection",
-        "plan-mode",
-        "time-context",
-        "tmux-context",
-        "user-approval",
-        "repeat-tool-reminder",
-        "tool-cordis",
-        "cordis-host-runner",
-        "tool-goal",
-        "tool-jobs",
-        "hooks-codex",
-        "hooks-claude-code",
-        "schedule",
-        "dsh-session-title-llm",
-    }
-)
 
 #: Content block kinds the released V2/V3 audit admits [S22]; V3→V4 renames others [S4].
 _KNOWN_BLOCKS = frozenset({"text", "reasoning", "image", "file", "tool-call", "tool-result"})
@@ -1031,9 +995,9 @@ def _v4_source(source: Any, role: Any) -> None:
     del source["plugin"]
     if plugin == SYSTEM_PROMPT_PLUGIN:
         kind = "system-prompt" if role == "system" else "runtime-context"
-    elif plugin in _RENAMED_PLUGINS:
-        kind = _RENAMED_PLUGINS[plugin]
-    elif plugin in _SAME_NAME_PRODUCERS:
+    elif plugin in RENAMED_PLUGINS:
+        kind = RENAMED_PLUGINS[plugin]
+    elif plugin in SAME_NAME_PRODUCERS:
         kind = plugin
     else:
         kind = f"plugin:{plugin}"
