@@ -35,7 +35,7 @@ import msgspec
 import watchfiles
 
 from .codec import RecordError, expand_record, parse_header
-from .formats import generation_of, packed_rows
+from .formats import generation_of, packed_rows, projected_row
 from .logfile import Encoding, LogReader, encoding_of
 from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import MAX_HEADER_LINE, count_turns, loads, session_title, user_title
@@ -305,8 +305,13 @@ def _consumed_intact(summary: SessionSummary) -> bool:
     for line in reversed(lines):
         if not line.strip():
             continue  # a blank line: the reader skips it
+        packed = packed_rows(header.version)
         try:
-            events = expand_record(loads(line), packed_rows=packed_rows(header.version))
+            record = loads(line)
+            if not packed and projected_row(record) is not None:
+                # A dsh snapshot's row (no seq, no time): numbered by its place.
+                return summary.last_seq == summary.events - 1
+            events = expand_record(record, packed_rows=packed)
         except (ValueError, RecursionError, RecordError):
             return False
         return bool(events) and events[-1].seq == summary.last_seq
