@@ -130,6 +130,20 @@ _CLOSE: Final = {ord("}")}
 _MINUS_TWO: Final = (-2).__add__
 
 
+def _starts_of(data: bytes) -> list[int]:
+    """Where each of `data`'s lines starts (whole lines, each ending with a newline),
+    then `len(data)`: its newlines found, nothing copied."""
+    starts = [0]
+    add = starts.append
+    find = data.find
+    at = find(b"\n")
+    while at >= 0:
+        at += 1
+        add(at)
+        at = find(b"\n", at)
+    return starts
+
+
 class _BlockLines:
     """A raw block's lines as `block.split(b"\\n")` gives them (the empty piece after
     its last newline left out), each sliced only when asked for.
@@ -143,16 +157,9 @@ class _BlockLines:
     __slots__ = ("block", "starts")
 
     def __init__(self, block: bytes) -> None:
-        ends: list[int] = []
-        add = ends.append
-        find = block.find
-        at = find(b"\n")
-        while at >= 0:
-            add(at)
-            at = find(b"\n", at + 1)
         self.block = block
         #: Where each line starts, and where the next would (the block's length).
-        self.starts = [0, *map(_PLUS_ONE, ends)]
+        self.starts = _starts_of(block)
 
     def __len__(self) -> int:
         return len(self.starts) - 1
@@ -194,14 +201,7 @@ class _FrameLines:
         self._part_lines.append(len(starts) - 1)
         self._part_at.append(at)
         self.parts.append(content)
-        ends: list[int] = []
-        add = ends.append
-        find = content.find
-        nl = find(b"\n")
-        while nl >= 0:
-            add(nl)
-            nl = find(b"\n", nl + 1)
-        local = [0, *map(_PLUS_ONE, ends)]
+        local = _starts_of(content)
         byte = content.__getitem__
         self._first.update(map(byte, local[:-1]))
         self._last.update(map(byte, map(_MINUS_TWO, local[1:])))
