@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 #: The catalog's schema: a catalog of another one is rebuilt.
-SCHEMA: Final = 8
+SCHEMA: Final = 9
 #: The catalog's `meta` value `linked` once its parent links are current and were
 #: resolved by this version's rule (`lineage.link_sessions`). A new rule gets a new
 #: value, so a catalog another version linked is linked again, and no fresh state

@@ -98,7 +98,7 @@ from .records import (
     seq_step,
 )
 from .records import ZSTD_INDEX_THRESHOLD as ZSTD_INDEX_THRESHOLD  # re-exported
-from .summary import SessionSummary, activity_of, from_contents, valid_utf8
+from .summary import SessionSummary, activity_of, counted_turns, from_contents, valid_utf8
 from .timeline import TIMELINE_TYPES, Timeline, TimelineBuilder
 
 #: Bytes of whole lines handled per batch (bounded memory; progress granularity).
@@ -2562,8 +2562,8 @@ def _result(ix: _Indexer, path: Path, session_id: str | None, mtime: float) -> I
         title=timeline.title,
         events=ix.event_count,
         last_seq=ix.last_seq if ix.event_count else None,
-        turns=len(timeline.turns),
-        open_turn=bool(timeline.turns) and timeline.turns[-1].is_open,
+        turns=(counted := counted_turns(timeline.turns))[0],
+        open_turn=counted[1],
         problems=problems,
         size=ix.offset,
         mtime=mtime,

@@ -60,7 +60,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .timeline import Timeline
+    from .timeline import Timeline, Turn
 
 # Plain values of the enums the listing's inner loop writes into summary states.
 RAW: Final = Encoding.RAW.value
@@ -643,6 +643,18 @@ def _header_state(h: SessionHeader) -> tuple[Any, ...]:
     )
 
 
+def counted_turns(turns: Sequence[Turn]) -> tuple[int, bool]:
+    """(turns, open turn?) of a summary from its timeline's turns, as the byte scan and
+    `records.count_turns` count them from the turn records: every turn a `turn/start`
+    began or a `turn/end` closed. The timeline also shows events after the last
+    `turn/end` (a stray `step/start`) as a turn in progress; no turn record says so,
+    and the listing does not count it."""
+    n = len(turns)
+    if n and turns[-1].start_seq is None and turns[-1].end_seq is None:
+        n -= 1
+    return n, bool(n) and turns[n - 1].is_open
+
+
 def from_contents(
     contents: LogContents,
     fallback_id: str,
@@ -665,8 +677,8 @@ def from_contents(
         title=timeline.title,
         events=len(contents.events),
         last_seq=last,
-        turns=len(timeline.turns),
-        open_turn=bool(timeline.turns) and timeline.turns[-1].is_open,
+        turns=(counted := counted_turns(timeline.turns))[0],
+        open_turn=counted[1],
         problems=contents.problems,
         size=contents.size,
         mtime=mtime,

@@ -25,6 +25,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 from turnline.core.codec import encode_records
+from turnline.core.index import index_log
 from turnline.core.layout import session_dir
 from turnline.core.logfile import Encoding, LogReader
 from turnline.core.model import LogProblem, ProblemKind, SessionEvent, SessionHeader
@@ -969,3 +970,27 @@ def test_a_seed_marker_read_as_appended_rows_sets_the_seed(
     fresh = _fresh(tmp_path, child)
     assert fresh.seed_length == len(seed) and fresh.problems == ()
     assert (mine.seed_length, mine.problems) == (fresh.seed_length, fresh.problems)
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_a_stray_step_after_the_last_turn_end_is_no_turn_of_the_summary(
+    tmp_path: Path, gap: bool
+) -> None:
+    """A summary counts the turns its turn records say (`count_turns`), whichever way
+    it was read: a log with a seq gap is read whole and its timeline shows a stray
+    `step/start` after the last `turn/end` as a turn in progress, but the byte scan,
+    the live view and the full read all count one closed turn."""
+    events = turn_events(0, 1)
+    stray = event(len(events) + (5 if gap else 0), "step/start", {"turn": 2, "step": 1})
+    path = new_log(tmp_path, "s1")
+    append_bytes(path, lines([*events, stray]))
+    summary = summarize(path, "s1")
+    assert (summary.turns, summary.open_turn) == (1, False)
+    assert any(p.kind is ProblemKind.SEQ_GAP for p in summary.problems) is gap
+    header = SessionHeader(id="s1", created_at=1_700_000_000_000, cwd="/w/app")
+    live = advance_summary(blank_summary(path, "s1", header), [*events, stray], [], 0)
+    assert (live.turns, live.open_turn) == (1, False)
+    indexed = index_log(path, block_size=1 << 10).summary  # a big log's summary
+    assert (indexed.turns, indexed.open_turn) == (1, False)
+    loaded = SessionRoot(tmp_path).load(summary)
+    assert [t.is_open for t in loaded.timeline.turns] == [False, True]  # shown, not counted
