@@ -118,6 +118,7 @@ class SessionView:
         self._turns: tuple[TurnView, ...] = ()
         self._verdicts: dict[tuple[int, int | None], TurnView] = {}
         self._verdicts_contiguous = -1  # the prefix the cached verdicts were taken at
+        self._verdicts_last: int | None = None  # the last seq their refusals name
         self._start_usage()
         self._rebuild_turns()
 
@@ -221,6 +222,10 @@ class SessionView:
         views: list[TurnView] = []
         cache: dict[tuple[int, int | None], TurnView] = {}
         same_prefix = self._verdicts_contiguous == self._contiguous
+        # A refusal names the log's last seq (`check_boundary`); the rest of a kept one
+        # holds while the prefix does, so only that number is brought up to date.
+        last = self._count - 1 if self._last_seq is None or not self._count else self._last_seq
+        named = self._verdicts_last if self._verdicts_last != last else None
         for index, turn in enumerate(self._timeline.turns):
             key = (index, turn.end_seq)
             old = self._verdicts.get(key)
@@ -237,6 +242,10 @@ class SessionView:
                 and (same_prefix or old.refusal is None)
             ):
                 view = old
+                if named is not None and old.refusal is not None:
+                    view = msgspec.structs.replace(
+                        old, refusal=_renamed_last(old.refusal, named, last)
+                    )
             else:
                 inherited = turn.end_seq is not None and turn.end_seq < seed
                 view = TurnView(turn, index, inherited, self._verdict(turn), self._tokens_of(turn))
@@ -244,6 +253,7 @@ class SessionView:
             cache[key] = view
         self._verdicts = cache
         self._verdicts_contiguous = self._contiguous
+        self._verdicts_last = last
         self._turns = tuple(views)
 
     # -- content ------------------------------------------------------------------------
@@ -540,3 +550,10 @@ class TurnTokens:
         if not hits:
             return None
         return sum(sums[i + 1] - sums[i] for i in hits)
+
+
+def _renamed_last(refusal: str, old: int, new: int) -> str:
+    """A fork refusal that named `old` as the log's last seq, naming `new` instead (the
+    last such mention: a session id before it may hold anything)."""
+    head, sep, tail = refusal.rpartition(f" (last seq {old})")
+    return f"{head} (last seq {new}){tail}" if sep else refusal

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 from turnline.core.content import ToolCall, UserText
 from turnline.core.model import SessionEvent, SessionHeader
 from turnline.core.root import SessionRoot
@@ -224,3 +225,31 @@ def test_a_contiguous_logs_verdicts_read_no_event(tmp_path: Path, monkeypatch) -
     assert view.contiguous == len(events)
     assert [tv.forkable for tv in view.turns] == [True] * 5 + [False]
     assert reads  # with a break, the fork rule reads what is at the index
+
+
+def test_a_kept_refusal_names_the_last_seq_of_a_grown_view(tmp_path: Path) -> None:
+    """A view grown by appends keeps the verdicts its prefix decided, and a refusal
+    names the log's last seq: the number follows the appends, as a fresh load says."""
+    user = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+
+    def row(seq: int, etype: str, data: dict[str, Any]) -> bytes:
+        return orjson.dumps({"type": etype, "seq": seq, "time": 1000 + seq, "data": data}) + b"\n"
+
+    log = tmp_path / "p" / "s1" / "session.jsonl"
+    log.parent.mkdir(parents=True)
+    header = SessionHeader(id="s1", created_at=1, cwd="/w").to_json_line()
+    end = {"turn": 1, "reason": {"kind": "completed"}}
+    log.write_bytes(
+        header + row(0, "user/message", user) + row(1, "turn/start", {"turn": 1})
+        + row(3, "turn/end", end)  # seq 2 is missing: turn 1 ends past the gap
+    )  # fmt: skip
+    root = SessionRoot(tmp_path)
+    view = SessionView(root.load(root.summaries()[0]))
+    assert view.turns[0].refusal is not None and "(last seq 3)" in view.turns[0].refusal
+    more = [SessionEvent("user/message", 4, 1004, user), SessionEvent("turn/start", 5, 1005, {})]
+    with log.open("ab") as fh:
+        fh.write(b"".join(row(e.seq, e.type, e.data) for e in more))
+    assert view.extend([more])
+    fresh = SessionView(SessionRoot(tmp_path).load(SessionRoot(tmp_path).summaries()[0]))
+    assert view.turns[0].refusal == fresh.turns[0].refusal
+    assert "(last seq 5)" in str(view.turns[0].refusal)
