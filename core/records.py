@@ -80,7 +80,11 @@ class RecordHead(msgspec.Struct, gc=False):
     seq0: Seq | msgspec.UnsetType | None = msgspec.UNSET
 
 
-class _PackedData(msgspec.Struct, gc=False):
+class PackedData(msgspec.Struct, gc=False):
+    """A packed row's data as `codec.expand_record` reads it: its member array (the
+    tag's, `texts` or `args`, each member left undecoded) and one time delta per member
+    after the first (`member_count`)."""
+
     dt: list[int | float]
     texts: list[msgspec.Raw] | None = None
     args: list[msgspec.Raw] | None = None
@@ -88,7 +92,7 @@ class _PackedData(msgspec.Struct, gc=False):
 
 class _PackedHead(msgspec.Struct, gc=False):
     seq0: Seq
-    data: _PackedData
+    data: PackedData
 
 
 _decode_packed: Final = msgspec.json.Decoder(_PackedHead).decode
@@ -102,10 +106,18 @@ def packed_members(line: bytes, tag: str) -> tuple[int, int] | None:
         head = _decode_packed(line)
     except HeadError:
         return None
-    members = head.data.args if PACKED_TAGS[tag][1] == "args" else head.data.texts
-    if not members or len(head.data.dt) != len(members) - 1:
+    count = member_count(head.data, tag)
+    return None if count is None else (head.seq0, count)
+
+
+def member_count(data: PackedData, tag: str) -> int | None:
+    """How many events a packed row of type `tag` with `data` expands to, as
+    `codec.expand_record` takes one: its member array not empty, and one time delta
+    per member after the first; None for a row it refuses."""
+    members = data.args if PACKED_TAGS[tag][1] == "args" else data.texts
+    if not members or len(data.dt) != len(members) - 1:
         return None
-    return head.seq0, len(members)
+    return len(members)
 
 
 #: Decodes one record line (bytes) into a `RecordHead`.
@@ -143,7 +155,7 @@ class ListingHead(msgspec.Struct, gc=False):
 #: got one head per line (a line holding two values gives more).
 decode_listing_heads: Final = msgspec.json.Decoder(ListingHead).decode_lines
 
-_decode_packed_data_lines: Final = msgspec.json.Decoder(_PackedData).decode_lines
+_decode_packed_data_lines: Final = msgspec.json.Decoder(PackedData).decode_lines
 
 
 def packed_row_counts(rows: Sequence[ListingHead]) -> list[int] | None:
@@ -161,10 +173,10 @@ def packed_row_counts(rows: Sequence[ListingHead]) -> list[int] | None:
         return None  # (cannot happen: each data is one whole JSON value)
     counts = []
     for row, data in zip(rows, packed, strict=True):
-        members = data.args if PACKED_TAGS[row.type][1] == "args" else data.texts
-        if not members or len(data.dt) != len(members) - 1:
+        count = member_count(data, row.type)
+        if count is None:
             return None
-        counts.append(len(members))
+        counts.append(count)
     return counts
 
 
@@ -307,7 +319,7 @@ class _ListedRow(_Listed, gc=False):
     `packed_row_counts` decodes it (a record of the tag that has a `seq` is a plain
     event, its data only checked to be JSON)."""
 
-    data: _PackedData | None = None
+    data: PackedData | None = None
     #: Its members are its data's `args` (else its `texts`): `PACKED_TAGS`.
     in_args: ClassVar[bool] = False
 

@@ -50,7 +50,7 @@ from .lineage import link_sessions
 from .logfile import ZSTD_SUFFIX, Encoding, LogReader, encoding_of, read_log
 from .model import TURN_END, TURN_START, SessionEvent
 from .parallel import split_map
-from .records import MAX_HEADER_LINE, HeadError, Seq
+from .records import MAX_HEADER_LINE, HeadError, PackedData, Seq, member_count
 from .root import discover, layout_session_id, map_root_logs, no_gc
 from .summary import HeaderState, inherited_cut_between, read_batches, read_whole, valid_utf8
 
@@ -769,19 +769,10 @@ class _Record(msgspec.Struct, gc=False):
     data: msgspec.Raw = msgspec.Raw(b"null")
 
 
-class _PackedData(msgspec.Struct, gc=False):
-    """A packed row's data as `codec.expand_record` takes it: its member array (the
-    tag's: `texts` or `args`) and one numeric time delta per member after the first."""
-
-    dt: list[int | float]
-    texts: list[msgspec.Raw] | None = None
-    args: list[msgspec.Raw] | None = None
-
-
 _decode_records: Final = msgspec.json.Decoder(_Record).decode_lines
 _SEQ_OF: Final = attrgetter("seq")
 _SEQ0_OF: Final = attrgetter("seq0")
-_decode_packed_data: Final = msgspec.json.Decoder(_PackedData).decode
+_decode_packed_data: Final = msgspec.json.Decoder(PackedData).decode
 
 
 def _records_hold(data: memoryview, lines: int) -> bool:
@@ -810,8 +801,7 @@ def _packed_row_holds(row: _Record) -> bool:
         packed = _decode_packed_data(row.data)
     except HeadError:
         return False
-    members = packed.texts if PACKED_TAGS[row.type][1] == "texts" else packed.args
-    return members is not None and len(members) > 0 and len(packed.dt) == len(members) - 1
+    return member_count(packed, row.type) is not None
 
 
 #: The row types `UsageFold.feed_one` reads beyond counting them (and `is_unmetered`'s).
