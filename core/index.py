@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, Union, overload
 
@@ -88,6 +88,7 @@ from .records import (
     TURN_END_LINE,
     TURN_END_OVERLAP,
     HeadError,
+    PackedData,
     RecordHead,
     Seq,
     decode_head,
@@ -123,8 +124,6 @@ _TYPE: Final = attrgetter("type")
 _SEQ: Final = attrgetter("seq")
 _PLUS_ONE: Final = (1).__add__
 _NO_TAGS: Final = frozenset[str]()
-_FIRST_BYTE: Final = itemgetter(0)
-_LAST_BYTE: Final = itemgetter(-1)
 _OPEN: Final = {ord("{")}
 _CLOSE: Final = {ord("}")}
 _MINUS_TWO: Final = (-2).__add__
@@ -221,18 +220,8 @@ class _FrameLines:
         return self._first == _OPEN and self._last == _CLOSE
 
 
-#: A batch's lines: split, or found in the raw block or the frames they are in.
-_Lines = list[bytes] | _BlockLines | _FrameLines
-
-
-def _shaped(lines: _Lines) -> bool:
-    """Every line starts with `{` and ends with `}`."""
-    if not isinstance(lines, list):
-        return lines.shaped()
-    try:
-        return set(map(_FIRST_BYTE, lines)) == _OPEN and set(map(_LAST_BYTE, lines)) == _CLOSE
-    except IndexError:  # a blank line
-        return False
+#: Where a bulk batch's lines are: in the raw block, or in the frames they are in.
+_Lines = _BlockLines | _FrameLines
 
 
 def worth_indexing(path: Path) -> bool:
@@ -389,15 +378,9 @@ def _light_batch(
     return True
 
 
-class _PackedMembers(msgspec.Struct, gc=False):
-    dt: list[int | float]
-    texts: list[msgspec.Raw] | None = None
-    args: list[msgspec.Raw] | None = None
-
-
 class _PackedRow(msgspec.Struct, gc=False):
     seq0: Seq
-    data: _PackedMembers
+    data: PackedData
 
 
 _decode_packed_lines: Final = msgspec.json.Decoder(_PackedRow).decode_lines
@@ -451,7 +434,7 @@ class _LightKind(_Record, tag_field="type", gc=False):
 
 
 class _PackedKind(_Record, tag_field="type", gc=False):
-    data: _PackedMembers | None = None
+    data: PackedData | None = None
 
 
 def _kinds(base: type[_Record], names: Iterable[str]) -> list[type[msgspec.Struct]]:
@@ -704,7 +687,7 @@ class _Indexer:
         if utf8:
             # Only where each line starts, for the bulk path: the lines are copied out
             # of the block only if it must read them one by one.
-            view: _BlockLines | _FrameLines
+            view: _Lines
             if found is not None:
                 view = found
             elif isinstance(block, list):
@@ -760,7 +743,7 @@ class _Indexer:
         # (whitespace and) `{` is a syntax error that `decode_lines` raises, and a
         # newline is never inside a string: each line break is then between two
         # values, and as many values as lines means one per line.
-        if not _shaped(lines):
+        if not lines.shaped():
             return False
         # A Struct per record kind, in one call; a batch with a type the union does not
         # name is decoded in three (the heads, then its packed rows and light lines).
@@ -904,7 +887,7 @@ class _Indexer:
         and (raw logs) at the first line at least `ANCHOR_SPACING` bytes past the last;
         the offset past each `turn/end` line of a raw log."""
         turn_lines = [i for i in structural if types[i] in _TURN_TYPES_STR]
-        starts = self._line_starts(lines) if isinstance(lines, list) else lines.starts
+        starts = lines.starts
         if frames is not None:
             last = self._first_seq
             for i in turn_lines:
