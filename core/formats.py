@@ -376,10 +376,12 @@ def source_kind(message: Any) -> str | None:
     if not isinstance(message, dict):
         return None
     source = message.get("source")
-    kind = source.get("kind") if isinstance(source, dict) else None
+    if not isinstance(source, dict):
+        return None
+    kind = source.get("kind")
     if not isinstance(kind, str):
         return None
-    plugin = source.get("plugin") if isinstance(source, dict) else None
+    plugin = source.get("plugin")
     if kind != "plugin" or not isinstance(plugin, str):
         return kind
     if plugin == SYSTEM_PROMPT_PLUGIN:

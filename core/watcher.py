@@ -302,10 +302,10 @@ def _consumed_intact(summary: SessionSummary) -> bool:
     lines.pop()
     if window < size:
         lines.pop(0)  # (the window may start inside a line)
+    packed = packed_rows(header.version)
     for line in reversed(lines):
         if not line.strip():
             continue  # a blank line: the reader skips it
-        packed = packed_rows(header.version)
         try:
             record = loads(line)
             if not packed and projected_row(record) is not None:
@@ -796,7 +796,8 @@ class RootWatcher:
 
     def _generation_left(self, gone: Path) -> list[RootChange]:
         """A generation file `gone` was removed: the highest generation left in its
-        folder is the session's log again (it was history while `gone` was there)."""
+        folder is the session's log again (it was history while `gone` was there; the
+        lower ones stay history, as discovery leaves them: `formats.superseded`)."""
         if generation_of(gone.name) is None or self.root.single is not None:
             return []
         try:
@@ -804,15 +805,9 @@ class RootWatcher:
                 names = [e.name for e in it if generation_of(e.name) is not None]
         except OSError:
             return []
-        names.sort(key=lambda name: generation_of(name) or 0, reverse=True)
-        for name in names:
-            path = gone.parent / name
-            if path in self._tracked:
-                return []
-            added = self._consider(path)
-            if added:
-                return added
-        return []
+        if not names:
+            return []
+        return self._consider(gone.parent / max(names, key=lambda n: generation_of(n) or 0))
 
     def _older_generations(self, path: Path) -> list[Path] | None:
         """The tracked logs that the generation file `path` supersedes (same folder,
