@@ -173,7 +173,7 @@ def test_a_markdown_export_renders_every_field_as_text(tmp_path: Path, reply: st
     """Rendered by a CommonMark renderer, a Markdown export holds no tag or attribute
     from the log (no raw HTML, no field leaving its code span), and an unclosed fence
     in a reply does not swallow what follows it."""
-    log = _hostile_log(tmp_path / "p" / "s" / "session.jsonl", reply)
+    _hostile_log(tmp_path / "p" / "s" / "session.jsonl", reply)
     root = SessionRoot(tmp_path)
     loaded = root.load(root.summaries()[0])
     rendered = MarkdownIt("commonmark").render(export(loaded, "md"))
@@ -184,4 +184,3 @@ def test_a_markdown_export_renders_every_field_as_text(tmp_path: Path, reply: st
     assert [tag for tag, _attrs in tags.tags].count("h1") == 1  # the title's `#` is text
     assert "<p><strong>Tool call</strong> <code>bash`" in rendered
     assert "<pre><code>out\n</code></pre>" in rendered  # the result in its own block
-    assert log.name in {p.name for p in tmp_path.rglob("*.jsonl")}
