@@ -48,6 +48,8 @@ TnzGit/deepseek-harness at c5e3fc58, quockhangluong1012/deepseek-harness at
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -427,3 +429,106 @@ def usage_of(etype: str, data: Any) -> Any:
             if type(chunk) is dict and chunk.get("type") == "usage":
                 return chunk.get("usage")
     return None
+
+
+# -- ids dsh's migrations mint from a log's own session id ------------------------------
+
+#: The ids dsh's V0 → V1 step gives what an old log left without one: a message, a
+#: retry chain, a compaction, each `<prefix><the log's session id>:<the event's seq>`
+#: (`session-format-v0-to-v1`: `legacyMessageId`, `legacy-retry:`, `legacy-compaction:`).
+MINTED_PREFIXES: Final = ("legacy-message:", "legacy-retry:", "legacy-compaction:")
+#: The id dsh's V2 → V3 step gives every system message it inserts: `v2-to-v3-system-`
+#: and the SHA-256 of `JSON.stringify(["session-format-v2-to-v3", <the log's session
+#: id>, <the anchor's V2 seq>, <the anchor's type>])` (`session-format-v2-to-v3`,
+#: `emitSystem`). The anchor is the `step/start` the first one follows, or the
+#: `request/header` a replacing one comes before.
+SYSTEM_ID_PREFIX: Final = "v2-to-v3-system-"
+_SYSTEM_ANCHORS: Final = ("step/start", "request/header")
+#: How far below a system message's seq its anchor's V2 seq is looked for: the rows
+#: the V2 → V3 step and later ones inserted before it (in practice a few).
+ANCHOR_REACH: Final = 4096
+
+
+def v2_to_v3_system_id(session: str, anchor_seq: int, anchor_type: str) -> str | None:
+    """The id dsh's V2 → V3 step gives a system message it inserts (None for a session
+    id JavaScript would hash otherwise: one holding a lone surrogate)."""
+    identity = json.dumps(
+        ["session-format-v2-to-v3", session, anchor_seq, anchor_type],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    try:
+        data = identity.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return SYSTEM_ID_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def _both_minted(mine: str, theirs: str, my_id: str, their_id: str, seq: int) -> bool:
+    """Whether two different strings at one place of two seed rows are the same id that
+    dsh's migration minted in each log from that log's own session id."""
+    for prefix in MINTED_PREFIXES:
+        if mine.startswith(prefix) and theirs.startswith(prefix):
+            mine_at = mine[len(prefix) :]
+            theirs_at = theirs[len(prefix) :]
+            head, own = my_id + ":", their_id + ":"
+            return (
+                mine_at.startswith(head)
+                and theirs_at.startswith(own)
+                and mine_at[len(head) :] == theirs_at[len(own) :]
+            )
+    if not (mine.startswith(SYSTEM_ID_PREFIX) and theirs.startswith(SYSTEM_ID_PREFIX)):
+        return False
+    for anchor_seq in range(seq, max(-1, seq - ANCHOR_REACH), -1):
+        for anchor_type in _SYSTEM_ANCHORS:
+            if v2_to_v3_system_id(my_id, anchor_seq, anchor_type) == mine:
+                return v2_to_v3_system_id(their_id, anchor_seq, anchor_type) == theirs
+    return False
+
+
+def same_but_minted(
+    mine: Any, theirs: Any, my_id: str, their_id: str, seq: int, their_cut: int | None = None
+) -> bool:
+    """Whether a child's seed row and its parent's row at the same place are the same
+    row but for what dsh's migrations made of each log on its own.
+
+    dsh migrates each session by itself when it opens it, and gives what an old log
+    left without an id one made from that log's session id (`MINTED_PREFIXES`,
+    `SYSTEM_ID_PREFIX`). A child and its parent migrated apart then hold the same seed
+    with those ids differing, and only those: each such pair is checked to be the one
+    id made from each side's own session id (for the same seq, or the same anchor), so
+    any other difference is still one. The V1 → V2 step also tags the `session/end-seed`
+    at the log's own cut `{"inherited": true}`, and only that one: where the parent's
+    cut (`their_cut`) is inside the child's seed, the child keeps that marker untagged
+    (`{}`, as V0 wrote it). `seq` is the rows' seq (both have it: a seed is a prefix).
+    """
+    if (
+        seq == their_cut
+        and type(mine) is dict
+        and type(theirs) is dict
+        and mine.get("type") == theirs.get("type") == END_SEED
+        and mine.get("data") == {}
+        and theirs.get("data") == {"inherited": True}
+    ):
+        mine = {**mine, "data": theirs["data"]}
+    stack = [(mine, theirs)]
+    while stack:  # (no recursion: a row may nest as deep as the decoder allows)
+        a, b = stack.pop()
+        ta, tb = type(a), type(b)
+        if ta is dict and tb is dict:
+            if a.keys() != b.keys():
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+        elif ta is list and tb is list:
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+        elif ta is str and tb is str:
+            if a != b and not _both_minted(a, b, my_id, their_id, seq):
+                return False
+        elif ta in _CONTAINERS or tb in _CONTAINERS or a != b:
+            return False
+    return True
+
+
+_CONTAINERS: Final = (dict, list)

@@ -1,4 +1,4 @@
-"""Structural tests of tests.dshgen: v0 fixtures migrated to dsh's later format versions.
+"""Structural tests of turnline.demo.dshmigrate: v0 logs migrated to dsh's later versions.
 
 These tests do not read V2+ logs with turnline; they check the migrated rows themselves.
 """
@@ -14,9 +14,7 @@ from typing import Any
 import orjson
 import pytest
 import zstandard
-
-from tests.conftest import FIXTURES, fixture_logs
-from tests.dshgen.migrate import (
+from turnline.demo.dshmigrate import (
     HEADER_KEYS_V2,
     Log,
     compress_seqs,
@@ -28,6 +26,8 @@ from tests.dshgen.migrate import (
     twin_root,
     write_log,
 )
+
+from tests.conftest import FIXTURES, fixture_logs
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "dsh-generations"
 PACKED = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})

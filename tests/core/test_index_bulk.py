@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from turnline.core import index
 from turnline.core.index import index_log
 from turnline.core.timeline import TimelineBuilder
+from turnline.demo.dshmigrate import twin_root
 
 from ..conftest import FIXTURES, fixture_logs
-from ..dshgen.migrate import twin_root
 from .disk_logs import as_events, turn_records
 from .test_index import BAD_CASES, _line, _packed, assert_same, full_read
 

@@ -334,7 +334,7 @@ def test_a_seeded_v5_log_is_joined_with_its_cut(joined: list[bool], tmp_path: Pa
 
 
 def test_v5_twins_of_the_fixtures_split_exactly(joined: list[bool], tmp_path: Path) -> None:
-    from ..dshgen.migrate import migrate, read_v0, write_log
+    from turnline.demo.dshmigrate import migrate, read_v0, write_log
 
     for n, path in enumerate(fixture_logs()):
         twin = tmp_path / f"{n}" / "session.v5.jsonl"

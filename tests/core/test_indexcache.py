@@ -18,9 +18,9 @@ from turnline.core import indexcache
 from turnline.core.index import IndexedSession, index_log
 from turnline.core.indexcache import cached_index, index_dir
 from turnline.core.root import SessionRoot
+from turnline.demo.dshmigrate import twin_root
 
 from ..conftest import FIXTURES, fixture_logs
-from ..dshgen.migrate import twin_root
 from .disk_logs import event, turn_records
 from .test_index import BAD_CASES, assert_same, full_read
 

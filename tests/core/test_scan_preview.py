@@ -22,9 +22,9 @@ from turnline.core.lineage import (
 from turnline.core.records import INDEX_THRESHOLD
 from turnline.core.root import BackgroundScan, ScanPreview, SessionRoot
 from turnline.core.summary import SessionSummary, head_states, state_link_key, summary_states
+from turnline.demo.dshmigrate import twin_root
 
 from ..conftest import FIXTURES, fixture_logs
-from ..dshgen.migrate import twin_root
 
 needs_two_cores = pytest.mark.skipif(
     parallel.usable_cores() < 2, reason="needs two cores to split the walk"

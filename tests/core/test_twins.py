@@ -1,5 +1,5 @@
 """Every one of the 151 real V0 logs and its V5 and V6 twins (migrated by dsh's adjacent
-steps, `tests.dshgen`) read the same: turns and their verdicts, titles, usage, the
+steps, `turnline.demo.dshmigrate`) read the same: turns and their verdicts, titles, usage, the
 own/inherited split, lineage, and search hits. A folder holding both generations of one
 session is one session."""
 
@@ -19,9 +19,9 @@ from turnline.core.search import open_catalog, search
 from turnline.core.summary import SessionSummary
 from turnline.core.usage import fold_log, root_usage
 from turnline.core.view import SessionView
+from turnline.demo.dshmigrate import twin_root
 
 from ..conftest import FIXTURES, fixture_logs
-from ..dshgen.migrate import twin_root
 
 #: V0 reasons that dsh's v0-to-v1 step renames (`disposed` became an aborted kind).
 NORMALIZED = {"disposed": "aborted"}
@@ -168,6 +168,34 @@ def test_every_twin_has_the_same_lineage(twins: Twins) -> None:
     parents_b = {back[c]: back[p] for c, p in lb.lineage().parent_of.items()}
     assert parents_b == parents_a
     assert parents_a, "the fixtures hold forked children"
+
+
+def test_every_seeded_twin_keeps_its_parents_seed(twins: Twins) -> None:
+    """dsh migrates a child and its parent apart, and each migration mints ids from its own
+    log's session id (`legacy-message:<id>:<seq>`, the hash of an inserted system message):
+    the child's seed is still its parent's, as it is for the originals."""
+    root, pairs = twins
+    ra, rb = SessionRoot(FIXTURES), SessionRoot(root)
+    originals = {s.path: s for s in ra.scan()}
+    twinned = {s.path: s for s in rb.scan()}
+    seeded = minted = 0
+    for original, twin in pairs.items():
+        b = twinned[twin]
+        if b.parent_session is None or b.seed_length is None:
+            continue
+        seeded += 1
+        loaded_a, loaded_b = ra.load(originals[original]), rb.load(b)
+        mismatch_a = {p.kind for p in loaded_a.problems} & {ProblemKind.SEED_MISMATCH}
+        mismatch_b = {p.kind for p in loaded_b.problems} & {ProblemKind.SEED_MISMATCH}
+        assert mismatch_b == mismatch_a == set(), twin
+        parent = rb.load(twinned[loaded_b.parent_path]) if loaded_b.parent_path else None
+        assert parent is not None, twin
+        seed = b.seed_length
+        mine = [e.to_json_dict() for e in loaded_b.events[:seed]]
+        theirs = [e.to_json_dict() for e in parent.events[:seed]]
+        minted += sum(x != y for x, y in zip(mine, theirs, strict=True))
+    assert seeded == 2
+    assert minted  # the rule is needed: the twins' seeds differ in minted ids
 
 
 def test_every_twin_gives_the_same_search_hits(

@@ -1,9 +1,12 @@
 """Turn a v0 dsh session log into its twin of a later format version, step by adjacent step.
 
 dsh (deepseek-harness) migrates an old session log through adjacent edges v0→v1→…→v5→v6.
-This module redoes those edges in Python for tests, from dsh's own descriptions of them. No dsh
-code is copied; each rule names where it was read ("[S18]" etc. are the source keys of the fact
-sheet ``shared/docs/dsh-format-generations.md``):
+This module redoes those edges in Python, from dsh's own descriptions of them: the demo writes
+part of its root in dsh's current format with it, and the tests make every real V0 log's twins
+(which turnline must read as it reads the original). It is a model of dsh, kept apart from
+turnline's reader (`core.formats`, `core.codec`): it only takes from the core the V0 reader and
+the names both sides must agree on. No dsh code is copied; each rule names where it was read
+("[S18]" etc. are the source keys of the fact sheet ``shared/docs/dsh-format-generations.md``):
 
 - v0→v1: zsagi1368/deepseek-harness-zDSH packages/session/session-format-v0-to-v1/src/migration.ts
   @1dd6c6a308f1db1d57f6d117d673e73f00072b68 [S18] and its README [S16].
@@ -1204,30 +1207,36 @@ def log_lines(log: Log) -> list[bytes]:
     return [orjson.dumps(log[0]) + b"\n"] + [orjson.dumps(row) + b"\n" for row in log[1]]
 
 
-def write_log(log: Log, path: Path, *, zstd: bool = False) -> None:
-    """Write a log; never overwrite an existing file.
+def log_chunks(log: Log, *, zstd: bool = False) -> list[bytes]:
+    """The log's bytes as dsh writes them, in pieces whose concatenation is the file.
 
     The zstd form is a checksummed frame holding only the header line, then one checksummed
     frame per :data:`ROWS_PER_FRAME` rows, concatenated (dsh's append framing [S25]).
 
     Args:
         log: The log.
-        path: The file to create.
-        zstd: Write zstd frames instead of plain lines.
+        zstd: zstd frames instead of plain lines.
+    """
+    lines = log_lines(log)
+    if not zstd:
+        return lines
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    body = lines[1:]
+    return [compressor.compress(lines[0])] + [
+        compressor.compress(b"".join(body[i : i + ROWS_PER_FRAME]))
+        for i in range(0, len(body), ROWS_PER_FRAME)
+    ]
+
+
+def write_log(log: Log, path: Path, *, zstd: bool = False) -> None:
+    """Write a log (:func:`log_chunks`); never overwrite an existing file.
 
     Raises:
         FileExistsError: If ``path`` exists.
     """
-    lines = log_lines(log)
+    chunks = log_chunks(log, zstd=zstd)
     with open(path, "xb") as fh:
-        if not zstd:
-            fh.write(b"".join(lines))
-            return
-        compressor = zstandard.ZstdCompressor(write_checksum=True)
-        fh.write(compressor.compress(lines[0]))
-        body = lines[1:]
-        for i in range(0, len(body), ROWS_PER_FRAME):
-            fh.write(compressor.compress(b"".join(body[i : i + ROWS_PER_FRAME])))
+        fh.write(b"".join(chunks))
 
 
 def twin_name(name: str, version: int, *, zstd: bool = False) -> str:

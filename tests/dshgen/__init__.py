@@ -1,1 +1,0 @@
-"""Test helpers that turn dsh's v0 session logs into their twins of later format versions."""
