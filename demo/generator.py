@@ -4,8 +4,10 @@
 a lineage several levels deep (user forks made by `SessionRoot.fork`, subagent children
 spawned fresh and seeded), every `turn/end` reason kind, an open turn, logs with
 problems, and titles that carry Rich markup and escape sequences so a browser can prove
-it shows them literally. Everything is derived from a `random.Random(seed)` and a base
-time, so two builds with the same arguments are byte-identical.
+it shows them literally. Part of it is then rewritten as dsh's migration writes it
+(`CURRENT_DSH`, `dshmigrate`): the formats a dsh user has on disk today, V5 beside V0.
+Everything is derived from a `random.Random(seed)` and a base time, so two builds with
+the same arguments are byte-identical.
 
 `TurnFactory` makes one realistic turn's events the way dsh writes them (inbox lead-in,
 `turn/start`, steps with streamed chunks, tool calls and results, `turn/end`), and says
@@ -30,7 +32,7 @@ from typing import Any, Final
 import msgspec
 import orjson
 from turnline.core.codec import encode_records, parse_header
-from turnline.core.formats import NEWEST_VERSION
+from turnline.core.formats import NEWEST_VERSION, generation_name
 from turnline.core.layout import session_dir
 from turnline.core.logfile import Encoding, encoding_of, read_log
 from turnline.core.model import (
@@ -42,6 +44,7 @@ from turnline.core.model import (
 )
 from turnline.core.root import SessionRoot
 from turnline.core.writer import append_events, log_name, write_new_file
+from turnline.demo.dshmigrate import log_chunks, migrate, read_v0
 
 DEFAULT_PROVIDER: Final = "deepseek-official"
 DEFAULT_MODEL: Final = "deepseek-v4-flash"
@@ -879,6 +882,20 @@ class DemoRoot(msgspec.Struct, frozen=True):
     roles: Mapping[str, Path] = msgspec.field(default_factory=dict)
 
 
+#: The logs that dsh's later versions wrote (role -> (version, the V0 file kept beside it,
+#: zstd)): most of the shop-api lineage is dsh's current format (V5), its root was opened
+#: again after dsh migrated (both generations are on disk), one session is the released
+#: format (V3); the first subagents stay the V0 children they were, seeded from the root's
+#: V0 generation. The other projects are V0, with the logs that are broken on purpose.
+CURRENT_DSH: Final = {
+    "root": (5, True, False),
+    "fork": (5, False, False),
+    "fork-of-fork": (5, False, True),
+    "fork-of-fork-of-fork": (5, False, False),
+    "subagent-of-fork": (5, False, False),
+    "pagination": (3, False, False),
+}
+
 _SHOP: Final = "/home/dev/shop-api"
 _TURNLINE: Final = "/home/dev/turnline"
 _INFRA: Final = "/srv/infra"
@@ -1005,7 +1022,21 @@ class _DemoBuilder:
         live = self.turnline_sessions()
         self.infra_sessions()
         self.no_cwd_session()
+        for role, (version, keep, zstd) in CURRENT_DSH.items():
+            self.migrate(role, version, keep=keep, zstd=zstd)
         return DemoRoot(self.dest, live, len(self.roles), dict(self.roles))
+
+    def migrate(self, role: str, version: int, *, keep: bool, zstd: bool) -> None:
+        """Rewrite a written V0 log as dsh's migration to `version` writes it: the
+        successor generation beside the old file (`keep`, as dsh leaves it when it opens
+        an old session), or in its place (a session that dsh of that version wrote)."""
+        old = self.roles[role]
+        log = migrate(read_v0(old), to=version)
+        new = old.with_name(generation_name(version, zstd=zstd))
+        write_new_file(new, log_chunks(log, zstd=zstd))
+        if not keep:
+            old.unlink()
+        self.roles[role] = new
 
     def shop_lineage(self) -> None:
         f = self.factory(_SHOP)
