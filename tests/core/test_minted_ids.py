@@ -147,3 +147,20 @@ json_values = st.recursive(
 def test_rows_without_minted_ids_are_the_same_only_when_equal(a: Any, b: Any) -> None:
     assert same_but_minted(a, b, CHILD, PARENT, 3) == (a == b)
     assert same_but_minted(a, copy.deepcopy(a), CHILD, PARENT, 3)
+
+
+def marker(seq: int, data: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "session/end-seed", "seq": seq, "time": 3, "data": data}
+
+
+def test_the_parents_own_marker_left_untagged_in_a_grandchild_is_the_same() -> None:
+    tagged, untagged = marker(46, {"inherited": True}), marker(46, {})
+    assert same_but_minted(untagged, tagged, CHILD, PARENT, 46, 46)
+    # only at the parent's cut, only untagged against tagged, only a marker
+    assert not same_but_minted(untagged, tagged, CHILD, PARENT, 46, 47)
+    assert not same_but_minted(untagged, tagged, CHILD, PARENT, 46, None)
+    assert not same_but_minted(tagged, untagged, CHILD, PARENT, 46, 46)
+    assert not same_but_minted(marker(46, {"x": 1}), tagged, CHILD, PARENT, 46, 46)
+    other = {**untagged, "type": "session/title"}
+    assert not same_but_minted(other, {**tagged, "type": "session/title"}, CHILD, PARENT, 46, 46)
+    assert not same_but_minted({**untagged, "time": 4}, tagged, CHILD, PARENT, 46, 46)
