@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from turnline.core.formats import history_text
+from turnline.core.formats import history_text, parent_generation
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
@@ -218,8 +218,20 @@ def show_lines(view: SessionView, width: int) -> list[str]:
         lines.append(f"also    {one_line(older)}")
     seed = view.seed_length
     parent = summary.parent_session
+    # The parent's older generation the seed was taken from, when it is not the log the
+    # root shows (a V0 child of a parent dsh migrated counts its seed in V0's seqs).
+    seeded_from = (
+        None
+        if view.parent_path is None or summary.header is None
+        else parent_generation(view.parent_path, summary.header.version)
+    )
+    of = (
+        ""
+        if seeded_from is None or seeded_from == view.parent_path
+        else f" of its {one_line(seeded_from.name)}"
+    )
     if parent is not None:
-        how = f"seed {summary.seed_length}" if summary.seed_length is not None else "no seed"
+        how = f"seed {summary.seed_length}{of}" if summary.seed_length is not None else "no seed"
         origin = f", {one_line(summary.origin)}" if summary.origin else ""
         found = "" if view.parent_path is not None else ", not under this root"
         lines.append(f"parent  {one_line(parent)} ({how}{origin}{found})")
@@ -254,7 +266,7 @@ def show_lines(view: SessionView, width: int) -> list[str]:
     if parent is not None and divider_after is not None:
         split = view.timeline.split_at(seed)
         inside = f", inside turn {split.number}" if split is not None else ""
-        divider = f"── forked from {one_line(parent)} at seq {seed - 1}{inside} ──"
+        divider = f"── forked from {one_line(parent)} at seq {seed - 1}{of}{inside} ──"
     lines.append(table[0])
     if divider is not None and divider_after == -1:
         lines.append(divider)

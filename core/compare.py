@@ -3,9 +3,15 @@
 The split point (`diverged_at`) comes from the lineage alone, never from comparing text:
 
 - siblings: their `seedLength` (the smaller one, if they forked at different turns);
-- a parent and its descendant: the `seedLength` of the descendant's first fork off the
-  parent's line (the child of the parent on the descendant's chain);
+- a parent and its descendant: the smallest `seedLength` on the way down from the
+  parent (a fork keeps at most its seed of its parent, so a grandchild forked inside
+  its parent's seed shares only its own);
 - cousins: the `seedLength` where the first of them left the common line.
+
+It is a seq of the ancestor's log as the root shows it. A child seeded from an older
+generation of its parent (a V0 child of a parent dsh migrated to V5) counts its seed in
+that generation's seqs: `SessionRoot.parent_cut` places it after the same turn of the
+generation shown, and each side counts from the split in its own seqs (`child_cut`).
 
 Rows pair each side's k-th turn after the split, by position.
 """
@@ -39,7 +45,8 @@ FILE_ARGUMENTS: dict[str, tuple[str, ...]] = {
 
 
 class CompareError(Exception):
-    """Two sessions that cannot be compared (no common ancestor, the same session)."""
+    """Two sessions that cannot be compared (no common ancestor, the same session, a
+    split with no place in a parent's newest generation)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -135,7 +142,9 @@ def split_point(root: SessionRoot, a: Path, b: Path) -> tuple[Path, int]:
     """The nearest common ancestor's log and `divergedAt`, from the lineage.
 
     Raises:
-        CompareError: NO_ANCESTOR (different trees, or a parent missing), SAME_SESSION.
+        CompareError: NO_ANCESTOR (different trees, or a parent missing), SAME_SESSION,
+            NO_SPLIT (a child seeded from an older generation of its parent, cut inside
+            a turn there: no place in the generation shown).
     """
     if a == b:
         raise CompareError("SAME_SESSION", f"{a} is the same session on both sides")
@@ -152,12 +161,53 @@ def split_point(root: SessionRoot, a: Path, b: Path) -> tuple[Path, int]:
             else ""
         )
         raise CompareError("NO_ANCESTOR", f"{a} and {b} share no ancestor{why}")
-    seeds: list[int] = []  # the seedLength of each side's fork off the common line
-    for chain in (chain_a, chain_b):
-        at = chain.index(common)
-        if at > 0:
-            seeds.append(_seed(root, chain[at - 1]))
-    return common, min(seeds)
+    cuts = [
+        cut for cut in (_shared(root, chain_a, common), _shared(root, chain_b, common)) if cut >= 0
+    ]
+    return common, min(cuts)
+
+
+def _shared(root: SessionRoot, chain: list[Path], common: Path) -> int:
+    """How much of `common`'s log the first log of `chain` (its descendant) shares with
+    it: a cut of `common`'s log (-1 when that log is `common` itself).
+
+    Each fork down the chain keeps at most its seed of its parent, so the part shared
+    is the smallest seed on the way, counted in each parent's log as the root shows it
+    (`SessionRoot.parent_cut`: a child seeded from an older generation counts by turns).
+
+    Raises:
+        CompareError: NO_SPLIT, a cut with no counterpart in a parent's newest generation.
+    """
+    cut = -1
+    for child in chain[: chain.index(common)]:
+        summary = _summary(root, child)
+        seed = summary.seed_length or 0
+        mine = seed if cut < 0 else min(cut, seed)
+        up = root.parent_cut(summary, mine)
+        if up is None:
+            raise CompareError(
+                "NO_SPLIT",
+                f"{child} was seeded from an older generation of its parent, and its cut "
+                f"at seq {mine} is inside a turn there: it has no place in the newest one",
+            )
+        cut = up
+    return cut
+
+
+def _own_cut(root: SessionRoot, common: Path, path: Path, cut: int) -> int:
+    """A cut of `common`'s log as the same cut of its descendant at `path` (the child
+    under `common` first, down to `path`; `SessionRoot.child_cut`)."""
+    chain = [path, *root.lineage().ancestors(path)]
+    for child in reversed(chain[: chain.index(common)]):
+        down = root.child_cut(_summary(root, child), cut)
+        if down is None:
+            raise CompareError(
+                "NO_SPLIT",
+                f"the split at seq {cut} of {common} has no place in {child}'s parent's "
+                "generation it was seeded from",
+            )
+        cut = down
+    return cut
 
 
 def _summary(root: SessionRoot, path: Path) -> SessionSummary:
@@ -183,11 +233,12 @@ def compare(root: SessionRoot, left: SessionSummary, right: SessionSummary) -> C
     loaded = root.load(ancestor)
     shared = sum(1 for t in loaded.timeline.turns if t.end_seq is not None and t.end_seq < diverged)
     split = loaded.timeline.split_at(diverged)
+    # (each side counts the split in its own seqs: the same but where dsh renumbered)
     return Comparison(
         ancestor=ancestor,
         diverged_at=diverged,
-        left=side(root, left, diverged),
-        right=side(root, right, diverged),
+        left=side(root, left, _own_cut(root, common, left.path, diverged)),
+        right=side(root, right, _own_cut(root, common, right.path, diverged)),
         shared_turns=shared,
         split_turn=None if split is None else split.number,
     )

@@ -147,6 +147,21 @@ def history_text(path: Path) -> str | None:
     return ", ".join(f"{p.name} (v{v})" for v, p in older)
 
 
+def parent_generation(parent_path: Path, version: int | None) -> Path | None:
+    """The parent's log to compare a child's seed with: the parent's generation in the
+    child's format version (a child seeded from a V0 parent keeps V0 seqs after dsh
+    migrated the parent to V5; the V0 file stays beside it). None when the parent's
+    folder holds no generation of that version: then no exact comparison exists."""
+    found = generations(parent_path)
+    if not found:
+        return parent_path  # not a canonical generation name: the log itself
+    want = 0 if version is None else version
+    for have, path in found:
+        if have == want or (have == 0 and want == 1):
+            return path
+    return None
+
+
 def generation_name(version: int, *, zstd: bool) -> str:
     """The canonical file name of a generation (`session.jsonl`, `session.v5.jsonl.zstd`)."""
     stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"

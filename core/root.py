@@ -29,7 +29,7 @@ from .codec import encode_records, parse_header
 from .formats import (
     NEWEST_VERSION,
     generation_name,
-    generations,
+    parent_generation,
     same_but_minted,
     seeded_by_marker,
     snapshot_form,
@@ -1531,6 +1531,49 @@ class SessionRoot:
                 ]
         return []
 
+    def seed_cut(self, summary: SessionSummary) -> int | None:
+        """Where a child's seed ends in its parent's log as this root shows it (the
+        parent's newest generation): `parent_cut` of the seed length. None for a
+        child with no seed or no parent here."""
+        if summary.seed_length is None:
+            return None
+        return self.parent_cut(summary, summary.seed_length)
+
+    def parent_cut(self, summary: SessionSummary, cut: int) -> int | None:
+        """A cut of a child's inherited part (at or before its seed) as the same cut
+        of its parent's log as this root shows it: the same seq, unless the child was
+        seeded from an older generation that dsh renumbered when it migrated the
+        parent (a V0 child of a parent now in V5), then the same cut by turns
+        (`renumber.same_cut`). None without a parent here, or for a cut with no
+        counterpart (inside a turn)."""
+        return self._across_generations(summary, cut, up=True)
+
+    def child_cut(self, summary: SessionSummary, cut: int) -> int | None:
+        """A cut of a child's parent's log as this root shows it (at or before where
+        the child's seed ends there) as the same cut of the child: the inverse of
+        `parent_cut`."""
+        return self._across_generations(summary, cut, up=False)
+
+    def _across_generations(self, summary: SessionSummary, cut: int, *, up: bool) -> int | None:
+        parent = self.lineage().parent_of.get(summary.path)
+        if parent is None:
+            return None
+        header = summary.header
+        older = parent_generation(parent, header.version if header is not None else None)
+        if older is None or older == parent:
+            return cut
+        from .renumber import generation_timeline, same_cut
+
+        with self._lock:
+            parent_summary = self._summaries.get(parent)
+        if parent_summary is None:
+            return None
+        current = self.load(parent_summary, check_seed=False).timeline
+        seeded_from = generation_timeline(older)
+        if up:
+            return same_cut(seeded_from, current, cut)
+        return same_cut(current, seeded_from, cut)
+
     # -- forking ---------------------------------------------------------------------
 
     def fork(
@@ -1679,21 +1722,6 @@ class SessionRoot:
 
 def _as_is(row: dict[str, Any]) -> dict[str, Any]:
     return row
-
-
-def parent_generation(parent_path: Path, version: int | None) -> Path | None:
-    """The parent's log to compare a child's seed with: the parent's generation in the
-    child's format version (a child seeded from a V0 parent keeps V0 seqs after dsh
-    migrated the parent to V5; the V0 file stays beside it). None when the parent's
-    folder holds no generation of that version: then no exact comparison exists."""
-    found = generations(parent_path)
-    if not found:
-        return parent_path  # not a canonical generation name: the log itself
-    want = 0 if version is None else version
-    for have, path in found:
-        if have == want or (have == 0 and want == 1):
-            return path
-    return None
 
 
 #: One unit's result: its logs as (path, layout id, summary state or None when the

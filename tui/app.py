@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import turn_blocks
+from turnline.core.formats import parent_generation
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -918,12 +919,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         )
         short = self.session_tree.short_id_of(parent_path) if parent_path is not None else None
         split = view.timeline.split_at(header.seed_length)
+        older = None if parent_path is None else parent_generation(parent_path, header.version)
         return Divider(
             title,
             header.parent_session,
             header.seed_length - 1,
             short or "",
             None if split is None else split.number,
+            "" if older is None or older == parent_path else older.name,
         )
 
     def _problems(self) -> tuple[Any, ...]:
@@ -1168,8 +1171,11 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         view = self.view
         if view is None or view.loaded.parent_path is None:
             return None
-        seed = view.loaded.summary.seed_length
-        return view.loaded.parent_path, (seed - 1 if seed else None)
+        # (where the seed ends in the parent as shown: a child seeded from an older
+        # generation dsh renumbered counts its seed in that generation's seqs)
+        summary = view.loaded.summary
+        cut = summary.seed_length if self.root is None else self.root.seed_cut(summary)
+        return view.loaded.parent_path, (cut - 1 if cut else None)
 
     def parent_refusal(self) -> str | None:
         """Why `p` cannot go to a parent session, or None if it can."""

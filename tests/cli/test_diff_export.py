@@ -96,3 +96,32 @@ def test_resume_cmd_quotes_hostile_ids(
     (tmp_path / "config" / "turnline" / "config.toml").write_text("[resume\n")
     code, _, err = _run(capsys, "resume-cmd", str(logs), hostile)
     assert code == 1 and "config.toml" in err and "Traceback" not in err
+
+
+def test_a_v0_child_of_a_migrated_parent_shows_and_diffs_by_turns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's V0 subagent child (seed in its parent's V0 seqs) against its parent
+    shown from the V5 generation dsh migrated it to."""
+    from turnline.demo import build_demo_root
+
+    demo = build_demo_root(tmp_path / "demo", now_ms=1_790_000_000_000)
+    child, parent = demo.roles["subagent-fork"], demo.roles["root"]
+    code, out, _ = _run(capsys, "show", str(demo.path), child.parent.name)
+    assert code == 0
+    assert "(seed 807 of its session.jsonl, subagent)" in out
+    assert "at seq 806 of its session.jsonl ──" in out
+    code, out, _ = _run(
+        capsys, "diff", str(demo.path), child.parent.name, parent.parent.name, "--json"
+    )
+    assert code == 0, out
+    result = orjson.loads(out)
+    rows = [
+        (r["left"] and r["left"]["turn"], r["right"] and r["right"]["turn"]) for r in result["rows"]
+    ]
+    assert rows == [(5, 5), (None, 6)]  # the 4 shared turns left out
+    assert result["divergedAt"] == 74  # after turn 4 of the V5 generation (seqs 60-73)
+    assert (result["left"]["turns"], result["right"]["turns"]) == (1, 2)
+    code, out, _ = _run(capsys, "export", str(demo.path), child.parent.name, "--format", "md")
+    assert code == 0
+    assert "at turn 4 (seq 806 of its session.jsonl)" in out

@@ -3,6 +3,7 @@ cousins, raw and zstd, and a missing parent (no ancestor)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from turnline.core.content import (
 from turnline.core.model import SessionHeader
 from turnline.core.root import LoadedSession, SessionRoot
 from turnline.core.usage import fold_events
+from turnline.demo import build_demo_root
 
 from .disk_logs import as_events, turn_records, write_log
 from .test_usage import build_root
@@ -242,3 +244,60 @@ def test_generated_lineage_tokens_are_the_usage_fold(tmp_path: Path, seed: int, 
         result = compare(root, root.resolve(a), root.resolve(b))
         calls += _check_tokens(root, result)
     assert calls > 0
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_a_grandchild_forked_inside_its_parents_seed_shares_only_its_own(
+    tmp_path: Path, zstd: bool
+) -> None:
+    root = _root(tmp_path, zstd)
+    _fork(root, "parent-1", 7, "child")  # seed 8: parent turns 1-2
+    _fork(root, "child", 3, "grandchild")  # seed 4: inside the child's seed, turn 1 only
+    parent, grandchild = root.resolve("parent-1"), root.resolve("grandchild")
+    common, at = split_point(root, grandchild.path, parent.path)
+    assert (common, at) == (parent.path, 4)  # the smallest seed on the way, not the child's 8
+    result = compare(root, grandchild, parent)
+    assert result.shared_turns == 1
+    assert [t.number for t in result.right.turns] == [2, 3]
+
+
+def _demo(tmp_path: Path) -> tuple[SessionRoot, dict[str, Path]]:
+    demo = build_demo_root(tmp_path / "demo", now_ms=1_790_000_000_000)
+    root = SessionRoot(demo.path)
+    root.scan()
+    return root, dict(demo.roles)
+
+
+def test_a_v0_child_of_a_parent_dsh_migrated_splits_after_the_same_turns(tmp_path: Path) -> None:
+    """The demo's `subagent-fork` is a V0 child (seed in V0 seqs) of a root dsh migrated
+    to V5 (97 events where its V0 generation holds 1,000): the split falls after the same
+    turn in every generation, and each side counts from it in its own seqs."""
+    root, roles = _demo(tmp_path)
+    by_path = {s.path: s for s in root.summaries()}
+    child, parent = by_path[roles["subagent-fork"]], by_path[roles["root"]]
+    assert parent.header is not None and parent.header.version == 5
+    seed = child.seed_length
+    assert seed is not None and seed > parent.events
+    cut = root.seed_cut(child)
+    loaded = root.load(parent)
+    assert cut is not None and cut - 1 in loaded.turn_ends
+    assert root.child_cut(child, cut) == seed
+    result = compare(root, child, parent)
+    for path in (roles["subagent-fork"], roles["root"]):
+        # the same family with the parent's V0 generation alone: the reference
+        target = tmp_path / "v0" / path.relative_to(tmp_path / "demo").parent
+        target.mkdir(parents=True)
+        shutil.copyfile(path.with_name("session.jsonl"), target / "session.jsonl")
+    old = SessionRoot(tmp_path / "v0")
+    old.scan()
+    reference = compare(old, old.resolve(child.id), old.resolve(parent.id))
+    assert reference.diverged_at == seed
+    assert result.diverged_at == cut
+    assert result.shared_turns == reference.shared_turns == 4
+    for mine, theirs in ((result.left, reference.left), (result.right, reference.right)):
+        assert [(t.number, t.reason, t.user) for t in mine.turns] == [
+            (t.number, t.reason, t.user) for t in theirs.turns
+        ]
+        assert mine.tokens == theirs.tokens
+        assert mine.tool_calls == theirs.tool_calls
+    assert [t.number for t in result.right.turns] == [5, 6]

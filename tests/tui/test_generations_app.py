@@ -195,3 +195,28 @@ async def test_a_child_cut_inside_a_turn_shows_where_its_seed_ends(tmp_path: Pat
         views = timeline.turn_views
         assert [v.inherited for v in views] == [True, True, False]
         assert views[2].turn.reason == "forked"
+
+
+async def test_a_v0_child_of_a_migrated_parent_jumps_to_the_same_turn(tmp_path: Path) -> None:
+    """The demo's V0 subagent child counts its seed in its parent's V0 seqs (807 events
+    of turns 1-4); the parent is shown from its V5 generation (97 events): `p` lands on
+    turn 4 there, and the divider says which generation its seq is of."""
+    from turnline.demo import build_demo_root
+    from turnline.tui.widgets._timeline import Divider
+
+    demo = build_demo_root(tmp_path / "demo", now_ms=1_790_000_000_000)
+    child, parent = demo.roles["subagent-fork"], demo.roles["root"]
+    app = TurnlineApp(demo.path, tz=UTC)
+    async with app.run_test(size=(160, 50)) as pilot:
+        timeline = await opened(pilot, app, child)
+        divider = timeline._divider
+        assert isinstance(divider, Divider) and divider.generation == "session.jsonl"
+        await pilot.press("p")
+        await wait_for(
+            pilot,
+            lambda: app.view is not None and app.view.path == parent and app._wanted is None,
+        )
+        await pilot.pause()
+        shown = app.query_one(TurnTimeline)
+        assert shown.current_turn is not None and shown.current_turn.number == 4
+        assert len(shown.turns) == 6

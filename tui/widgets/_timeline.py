@@ -83,6 +83,9 @@ class Divider(msgspec.Struct, frozen=True):
     parent_short: str = ""
     #: The turn the seed ends inside (a dsh fork cut inside an open turn), if any.
     inside_turn: int | None = None
+    #: The parent's older generation the seed was taken from, when it is not the
+    #: parent's log shown (`session.jsonl`: a V0 child of a parent dsh migrated).
+    generation: str = ""
 
 
 #: A time of 0 (a log that records none) is no moment: shown as this, not 1970.
@@ -691,9 +694,10 @@ class TurnTimeline(ScrollView, can_focus=True):
         assert divider is not None
         # The seq and the parent's short id come first: a narrow column cuts the title.
         inside = "" if divider.inside_turn is None else f", inside turn {divider.inside_turn}"
+        of = f" of its {divider.generation}" if divider.generation else ""
         text = Text(
             f"forked from {divider.parent_short or divider.parent_id[:8]} "
-            f"at seq {divider.boundary}{inside} · ",
+            f"at seq {divider.boundary}{of}{inside} · ",
             style="bold cyan",
             no_wrap=True,
             overflow="ellipsis",
