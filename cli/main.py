@@ -659,7 +659,8 @@ def _diff_lines(result: Any) -> list[str]:
         tools = ", ".join(f"{one_line(k)}×{v:,}" for k, v in side.tool_calls.items()) or "none"
         lines.append(
             f"{label:5} {one_line(side.summary.id)}: {render.plural(len(side.turns), 'turn')}, "
-            f"last {side.last_reason or '-'}, {compact_tokens(side.tokens.total)} tokens, "
+            f"last {one_line(side.last_reason or '-', 40)}, "
+            f"{compact_tokens(side.tokens.total)} tokens, "
             f"{render.plural(side.errors, 'error')}, {render.duration(side.wall_ms)}, "
             f"tools {tools}, {render.plural(len(side.files), 'file')}"
         )
@@ -668,7 +669,7 @@ def _diff_lines(result: Any) -> list[str]:
         def cell(turn: Any) -> str:
             if turn is None:
                 return "-"
-            return f"turn {turn.number} [{turn.reason}] {one_line(turn.user, 40)}"
+            return f"turn {turn.number} [{one_line(turn.reason, 40)}] {one_line(turn.user, 40)}"
 
         lines.append(f"{k:>3}  {cell(left)}  |  {cell(right)}")
     return lines
@@ -765,9 +766,14 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
 
 def _day(day: int) -> str:
+    """A usage day's date; a day outside the calendar's years 1 to 9999 (a log's time
+    past them) is named as having none, as the usage screen leaves it unplotted."""
     import datetime
 
-    return (datetime.date(1970, 1, 1) + datetime.timedelta(days=day)).isoformat()
+    epoch = datetime.date(1970, 1, 1).toordinal()
+    if not datetime.date.min.toordinal() <= epoch + day <= datetime.date.max.toordinal():
+        return "(no date)"
+    return datetime.date.fromordinal(epoch + day).isoformat()
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -996,7 +1002,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # (argv can hold a log's folder name: a glob over a root)
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
 class _IntermixedParser(_Parser):

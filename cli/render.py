@@ -209,7 +209,7 @@ def show_lines(view: SessionView, width: int) -> list[str]:
         str(summary.encoding),
     ]
     if header is not None:
-        facts.append(f"format v{header.version if header.version is not None else 0}")
+        facts.append(f"format v{one_line(str(header.version or 0), 20)}")
     if header is not None and header.cwd is not None:
         facts.append(f"cwd {one_line(header.cwd, 60)}")
     lines.append("        " + " · ".join(facts))
@@ -391,6 +391,6 @@ def usage_lines(rows: Sequence[tuple[str, Any]], totals: Any, prices: Any, by: s
     lines = _table([row[1:] + row[:1] for row in table], right=range(len(header) - 1))
     unmetered = sum(totals.unmetered.values())
     if unmetered:
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(totals.unmetered.items()))
+        kinds = ", ".join(f"{one_line(k, 60)} {n}" for k, n in sorted(totals.unmetered.items()))
         lines.append(f"warning: {_plural(unmetered, 'LLM call')} without usage ({kinds})")
     return lines

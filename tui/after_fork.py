@@ -1,5 +1,5 @@
 """The app's after-the-fork keys: mark and compare (m, d), export (e), continue in the
-agent (c), copy the id (y), open the turn in $PAGER / $EDITOR (o, O).
+agent (c), copy the id (y), open the turn in $PAGER / $VISUAL or $EDITOR (o, O).
 
 A mixin of `TurnlineApp`, kept in its own module so the app's own file changes little.
 Commands run through `App.suspend()`; log text reaches the screen only as rich `Text`.
@@ -221,14 +221,19 @@ class AfterForkActions:
 
     def action_open_turn(self) -> None:
         """The highlighted turn as Markdown in $PAGER."""
-        self._open_turn(os.environ.get("PAGER") or "less")
+        self._open_turn(("PAGER",), "less")
 
     def action_edit_turn(self) -> None:
-        """The highlighted turn as Markdown in $EDITOR."""
-        self._open_turn(os.environ.get("EDITOR") or os.environ.get("VISUAL") or "vi")
+        """The highlighted turn as Markdown in $VISUAL, else $EDITOR (the convention:
+        VISUAL names the full-screen editor, which a terminal app suspends for)."""
+        self._open_turn(("VISUAL", "EDITOR"), "vi")
 
-    def _open_turn(self, program: str) -> None:
+    def _open_turn(self, variables: tuple[str, ...], default: str) -> None:
         if not self._on_main():
+            return
+        program = command_line(variables, default)
+        if isinstance(program, str):
+            self._say(program, title="Open", warning=True)
             return
         app = self._app()
         view = app.view
@@ -247,7 +252,7 @@ class AfterForkActions:
             description="write a turn for the pager",
         )
 
-    def _write_turn(self, view: SessionView, turn: Turn, program: str) -> None:
+    def _write_turn(self, view: SessionView, turn: Turn, program: list[str]) -> None:
         from turnline.core.export import write_turn_markdown
 
         app = self._app()
@@ -261,8 +266,25 @@ class AfterForkActions:
             raise
         app.call_from_thread(self._page, program, name)
 
-    def _page(self, program: str, name: str) -> None:
+    def _page(self, program: list[str], name: str) -> None:
         try:
-            self._run_suspended([*shlex.split(program), name], cwd=os.getcwd())
+            self._run_suspended([*program, name], cwd=os.getcwd())
         finally:
             os.unlink(name)
+
+
+def command_line(variables: tuple[str, ...], default: str) -> list[str] | str:
+    """The command the first of `variables` set to something other than blanks names
+    (split as a shell would), else `default`; a value the shell could not split is
+    refused with what is wrong, naming the variable."""
+    for variable in variables:
+        value = os.environ.get(variable, "")
+        if not value.strip():
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            return f"${variable} is not a command line ({one_line(str(exc))}): {one_line(value)}"
+        if words:
+            return words
+    return [default]

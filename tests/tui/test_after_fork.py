@@ -218,3 +218,25 @@ async def test_c_does_not_wait_after_a_resume_command_that_succeeds(
         assert typed.tell() == 0
         assert not [n for n in app._notifications if n.severity == "error"]
     assert "press Enter" not in terminal.getvalue()
+
+
+def test_the_pager_and_editor_variables_are_read_as_shells_and_terminals_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from turnline.tui.after_fork import command_line
+
+    for name in ("PAGER", "VISUAL", "EDITOR"):
+        monkeypatch.delenv(name, raising=False)
+    assert command_line(("PAGER",), "less") == ["less"]
+    monkeypatch.setenv("PAGER", "   ")  # blank: as unset
+    assert command_line(("PAGER",), "less") == ["less"]
+    monkeypatch.setenv("PAGER", "less -R '+G'")
+    assert command_line(("PAGER",), "less") == ["less", "-R", "+G"]
+    monkeypatch.setenv("PAGER", 'rec.sh "x')
+    said = command_line(("PAGER",), "less")
+    assert isinstance(said, str) and said.startswith("$PAGER is not a command line (")
+    # VISUAL first, then EDITOR
+    monkeypatch.setenv("EDITOR", "nano")
+    assert command_line(("VISUAL", "EDITOR"), "vi") == ["nano"]
+    monkeypatch.setenv("VISUAL", "code --wait")
+    assert command_line(("VISUAL", "EDITOR"), "vi") == ["code", "--wait"]

@@ -37,7 +37,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("e", "export the open session as Markdown or HTML"),
     ("c", "continue the session in the agent (the resume command, in its cwd)"),
     ("y", "copy the highlighted session's id (in the detail pane: the log's path)"),
-    ("o / O", "open the highlighted turn as Markdown in $PAGER / $EDITOR"),
+    ("o / O", "open the highlighted turn as Markdown in $PAGER / $VISUAL ($EDITOR)"),
     ("Ctrl+P", "command palette: the same actions by name"),
     ("?", "this help"),
     ("q", "quit"),
