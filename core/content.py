@@ -421,7 +421,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
         model: The model configured before these events (the latest `request/header`
             earlier in the log), for usage samples that do not name theirs.
     """
-    out: list[Block | _PendingCall] = []
+    out: list[Block | _PendingCall | None] = []  # (None: a step's usage, moved on)
     calls: dict[str, _PendingCall] = {}
     usage_at: dict[tuple[int | None, int | None], int] = {}  # (turn, step) -> index in out
     current_model = model
@@ -452,6 +452,14 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
             text = message_text(message)
             if text:
                 out.append(AssistantText(text, event.seq, step))
+            # A step's usage comes after its message: V0 wrote the usage chunk before
+            # the message, V2+ keeps it in the message (its stream or `usage`).
+            key = (_int_or_none(data.get("turn")), step)
+            at = usage_at.get(key)
+            if at is not None:
+                usage_at[key] = len(out)
+                out.append(out[at])
+                out[at] = None
         elif etype == "tool/call":
             name = data.get("name")
             call_id = data.get("callId")
@@ -509,7 +517,7 @@ def turn_blocks(events: Iterable[SessionEvent], *, model: str | None = None) -> 
             else:
                 usage_at[key] = len(out)
                 out.append(standing)
-    return [b.freeze() if isinstance(b, _PendingCall) else b for b in out]
+    return [b.freeze() if isinstance(b, _PendingCall) else b for b in out if b is not None]
 
 
 # -- bounded text for screens -----------------------------------------------------------

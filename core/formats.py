@@ -446,6 +446,27 @@ def usage_of(etype: str, data: Any) -> Any:
     return None
 
 
+def usage_time(etype: str, data: Any, time: Any) -> Any:
+    """When the usage `usage_of` finds was reported: a usage chunk's own time where the
+    sample is one (a V2+ stream keeps each member's `time`, as V0 wrote each chunk as
+    an event of its own), else the event's `time`. So a V0 log and its V2+ twin count
+    a sample in the same minute."""
+    if type(data) is not dict or etype not in ("assistant/message", "assistant/attempt"):
+        return time
+    if etype == "assistant/message" and data.get("usage") is not None:
+        return time
+    stream = data.get("stream")
+    if type(stream) is not list:
+        return time
+    for member in reversed(stream):
+        if type(member) is dict and member.get("type") == "chunk":
+            chunk = member.get("chunk")
+            if type(chunk) is dict and chunk.get("type") == "usage":
+                own = member.get("time")
+                return own if type(own) in (int, float) else time
+    return time
+
+
 # -- ids dsh's migrations mint from a log's own session id ------------------------------
 
 #: The ids dsh's V0 → V1 step gives what an old log left without one: a message, a

@@ -44,6 +44,7 @@ from .formats import (
     packed_rows,
     seeded_by_marker,
     usage_of,
+    usage_time,
 )
 from .formats import known as known_version
 from .lineage import link_sessions
@@ -406,12 +407,15 @@ class UsageFold:
             return
         model = source_model(assistant_message(data)) if etype == "assistant/message" else None
         turn, step = _int_or_none(data.get("turn")), _int_or_none(data.get("step"))
-        key = _key(model or self._model, time)
+        key = _key(model or self._model, usage_time(etype, data, time))
         last = self._last
         calls = 1
         if last is not None and last.turn == turn and last.step == step:
-            if last.usage == usage and last.key[0] == key[0]:
+            if last.usage == usage and last.key == key:
                 return
+            # (a later sample replaces the earlier whole, its time too: V0 writes a
+            # step's usage chunk, then its message with the same usage, and V2+ keeps
+            # only the message, so the minute counted is the message's in both)
             (self.own_totals if last.own else self.inherited_totals)._apply(
                 last.key, last.usage, -1, -1
             )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from turnline.core import formats
-from turnline.core.content import ContextText, ToolCall, turn_blocks
+from turnline.core.content import ContextText, StepUsage, ToolCall, turn_blocks
 from turnline.core.logfile import read_log
 from turnline.core.model import ProblemKind
 from turnline.core.root import SessionRoot
@@ -139,11 +139,19 @@ def test_every_twin_folds_the_same_usage(twins: Twins) -> None:
             )
         }
 
+    placed = 0
     for original, twin in pairs.items():
         a, b = originals[original], twinned[twin]
         fa, fb = fold_log(original, a.seed_length), fold_log(twin, b.seed_length)
         assert tokens(fa.own()) == tokens(fb.own()), original
         assert tokens(fa.inherited()) == tokens(fb.inherited()), original
+        # on the same model, day and minute too (what `--by day`, the usage screen's
+        # chart and a price window read): a replaced sample counts at its replacer's time
+        if clean(a.problems):
+            assert fa.own().tokens == fb.own().tokens, original
+            assert fa.inherited().tokens == fb.inherited().tokens, original
+            placed += bool(fa.own().tokens)
+    assert placed > 60
     # and the whole root by lineage: every session's own, inherited and subtree
     ua = {(s.id, Path(s.path).parent): s for s in root_usage(SessionRoot(FIXTURES)).sessions}
     ub = {
@@ -333,3 +341,29 @@ def test_every_twin_names_its_injected_context_the_same(twins: Twins) -> None:
         labelled += bool(labels)
         assert not any(source == "plugin" for source, _text in labels), original
     assert labelled >= 100
+
+
+def _block_order(path: Path) -> list[tuple[str, Any]]:
+    """A log's blocks in the order the detail pane draws them: each one's kind, and a
+    step's usage with its tokens."""
+    out: list[tuple[str, Any]] = []
+    for block in turn_blocks(read_log(path).events):
+        kind = type(block).__name__
+        out.append((kind, block.usage if isinstance(block, StepUsage) else None))
+    return out
+
+
+def test_every_twin_draws_its_blocks_in_the_same_order(twins: Twins) -> None:
+    """A step's usage comes after its message in V0 too (V0 wrote the usage chunk before
+    the message; V2+ keeps it inside): the detail pane reads the same, line by line."""
+    _root, pairs = twins
+    originals = by_path(FIXTURES)
+    same = with_usage = 0
+    for original, twin in pairs.items():
+        if not clean(originals[original].problems):
+            continue
+        order = _block_order(original)
+        assert order == _block_order(twin), original
+        same += 1
+        with_usage += any(kind == "StepUsage" for kind, _ in order)
+    assert same > 100 and with_usage > 60
