@@ -44,7 +44,14 @@ def same_cut(source: Timeline, target: Timeline, cut: int) -> int | None:
 
 
 def generation_timeline(path: Path) -> Timeline:
-    """The timeline of a log read whole (an older generation, which no root lists)."""
+    """The timeline of an older generation, which no root lists: read whole, or from
+    its index (kept between runs) when it is big enough to be indexed."""
+    from .index import worth_indexing
+
+    if worth_indexing(path):
+        from .indexcache import cached_index
+
+        return cached_index(path).timeline
     contents = read_log(path)
     seed = contents.header.seed_length if contents.header is not None else None
     return build_timeline(contents.events, seed or 0)

@@ -78,3 +78,23 @@ def test_a_turn_the_target_lacks_or_numbers_otherwise_has_no_cut() -> None:
     assert same_cut(old, timeline((1, 0, 2), (2, 3, None)), 10) is None  # still open
     assert same_cut(old, timeline((1, 0, 2), (2, 3, 6)), 10) == 7
     assert same_cut(old, timeline(), 3) is None  # inside turn 1
+
+
+def test_a_big_generation_is_read_from_its_index(
+    twin_pairs: list[tuple[Path, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turnline.core import index, indexcache
+
+    original = next(o for o, _t in twin_pairs if len(generation_timeline(o).turns) > 1)
+    whole = generation_timeline(original)
+    indexed: list[Path] = []
+    real = indexcache.cached_index
+
+    def spy(path: Path, **kwargs: object) -> index.IndexedSession:
+        indexed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(index, "INDEX_THRESHOLD", 1)
+    monkeypatch.setattr(indexcache, "cached_index", spy)
+    assert generation_timeline(original) == whole
+    assert indexed == [original]
