@@ -654,11 +654,26 @@ class Catalog:
         got = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
         self.db.execute("COMMIT")
         generation = got[0] if got is not None else None
+        states = [marshal.loads(state) for _id, _path, state, _seed in rows]
         links = link_sessions(
-            [state_link_key(path, marshal.loads(state)) for _id, path, state, _seed in rows]
+            [state_link_key(row[1], state) for row, state in zip(rows, states, strict=True)]
         )
+
+        def seed(child: int, parent: int) -> int | None:
+            # A child seeded from an older generation of its parent than the one
+            # catalogued counts its seed in that generation's seqs: the cut of the
+            # parent's log is after the same turn (none: it inherits nothing here).
+            own: int | None = rows[child][3]
+            mine, theirs = _version(states[child]), _version(states[parent])
+            if own is None or own < 0 or mine == theirs:
+                return own
+            from .renumber import seed_in
+
+            cut = seed_in(Path(rows[parent][1]), mine, own)
+            return -1 if cut is None else cut
+
         data = pack_links(
-            (rows[c][0], rows[p][0], rows[c][3]) for c, p in sorted(links.parent.items())
+            (rows[c][0], rows[p][0], seed(c, p)) for c, p in sorted(links.parent.items())
         )
         with _writing(self.db):
             now = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
@@ -1232,3 +1247,13 @@ def _extract_batches(jobs: list[_Job]) -> Iterator[list[_Extracted | str]]:
 def now_ms() -> int:
     """Wall-clock milliseconds (for progress pacing)."""
     return int(time.time() * 1000)
+
+
+def _version(state: tuple[Any, ...]) -> int:
+    """A summary state's format version (`HeaderState.version`; V1 reads as V0, which is
+    what `formats.parent_generation` takes it for)."""
+    header = state[2]
+    version = header[2] if header is not None else None
+    if type(version) is not int or version == 1:
+        return 0
+    return version

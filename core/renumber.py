@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .formats import parent_generation
 from .logfile import read_log
 from .timeline import Timeline, build_timeline
 
@@ -55,3 +56,14 @@ def generation_timeline(path: Path) -> Timeline:
     contents = read_log(path)
     seed = contents.header.seed_length if contents.header is not None else None
     return build_timeline(contents.events, seed or 0)
+
+
+def seed_in(parent_log: Path, child_version: int | None, seed: int) -> int | None:
+    """A child's seed, counted in its parent's generation of the child's version
+    (`formats.parent_generation`), as a cut of the parent's log `parent_log`: the seed
+    itself when that is the generation, else the same cut by turns (None when it has
+    none)."""
+    older = parent_generation(parent_log, child_version)
+    if older is None or older == parent_log:
+        return seed
+    return same_cut(generation_timeline(older), generation_timeline(parent_log), seed)

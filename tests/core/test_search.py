@@ -277,3 +277,38 @@ def test_the_json_document_is_jsons_own(
     want = json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
     assert result.to_json() == want.encode("utf-8", "backslashreplace")
     json.loads(result.to_json())  # valid JSON, whatever the strings held
+
+
+def test_a_child_seeded_from_an_older_generation_inherits_the_same_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's V0 subagent child counts its seed (807) in its parent's V0 seqs; the
+    catalog holds the parent's V5 generation (97 events). It inherits the same turns
+    (1-4, not 5-6) as in the demo built all in V0: each hit, inherited copy included,
+    is the same (session, turn, inheritedBy, inheritedFrom)."""
+    from turnline.core.search import open_catalog
+    from turnline.demo import build_demo_root, generator
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    now = 1_790_000_000_000
+    mixed = build_demo_root(tmp_path / "mixed", now_ms=now)
+    monkeypatch.setattr(generator, "CURRENT_DSH", {})
+    plain = build_demo_root(tmp_path / "plain", now_ms=now)
+    assert all(p.name == "session.jsonl" for p in plain.roles.values())
+
+    def hits(root: Path, query: str) -> set[tuple[str, int, int, str | None]]:
+        catalog = open_catalog(root)
+        try:
+            found = search(catalog, query, include_inherited=True).hits
+        finally:
+            catalog.close()
+        return {(h.session, h.turn, h.inherited_by, h.inherited_from) for h in found}
+
+    child = mixed.roles["subagent-fork"].parent.name
+    compared = 0
+    for query in ("checkout", "payment", "Summarise", "subagent", "lock"):
+        got, want = hits(mixed.path, query), hits(plain.path, query)
+        assert got == want, query
+        compared += len(want)
+        assert not any(h[0] == child and h[1] > 4 and h[3] for h in got)  # nothing past 4
+    assert compared > 20
