@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from turnline.core.formats import history_text, parent_generation
+from turnline.core.formats import history_text, seed_seqs_note
 from turnline.core.lineage import Lineage, LineageNode
 from turnline.core.model import LogProblem
 from turnline.core.summary import SessionSummary
@@ -218,17 +218,12 @@ def show_lines(view: SessionView, width: int) -> list[str]:
         lines.append(f"also    {one_line(older)}")
     seed = view.seed_length
     parent = summary.parent_session
-    # The parent's older generation the seed was taken from, when it is not the log the
-    # root shows (a V0 child of a parent dsh migrated counts its seed in V0's seqs).
-    seeded_from = (
-        None
-        if view.parent_path is None or summary.header is None
-        else parent_generation(view.parent_path, summary.header.version)
-    )
+    # Which log the seed's seqs are of, when not the parent's as shown (a V0 child of a
+    # parent dsh migrated counts its seed in V0's seqs).
     of = (
         ""
-        if seeded_from is None or seeded_from == view.parent_path
-        else f" of its {one_line(seeded_from.name)}"
+        if view.parent_path is None or summary.header is None
+        else seed_seqs_note(view.parent_path, summary.header.version)  # (canonical names)
     )
     if parent is not None:
         how = f"seed {summary.seed_length}{of}" if summary.seed_length is not None else "no seed"

@@ -669,7 +669,7 @@ class Catalog:
                 return own
             from .renumber import seed_in
 
-            cut = seed_in(Path(rows[parent][1]), mine, own)
+            cut = seed_in(Path(rows[parent][1]), Path(rows[child][1]), mine, own)
             return -1 if cut is None else cut
 
         data = pack_links(

@@ -231,7 +231,9 @@ def compare(root: SessionRoot, left: SessionSummary, right: SessionSummary) -> C
     common, diverged = split_point(root, left.path, right.path)
     ancestor = _summary(root, common)
     loaded = root.load(ancestor)
-    shared = sum(1 for t in loaded.timeline.turns if t.end_seq is not None and t.end_seq < diverged)
+    timeline = loaded.timeline
+    ends = [timeline.last_seq_of(k) for k in range(len(timeline.turns))]
+    shared = sum(1 for end in ends if end is not None and end < diverged)
     split = loaded.timeline.split_at(diverged)
     # (each side counts the split in its own seqs: the same but where dsh renumbered)
     return Comparison(
@@ -256,7 +258,13 @@ def side(root: SessionRoot, summary: SessionSummary, diverged: int) -> Side:
     is shared, whichever side its result landed on), timed from the last shared event.
     """
     loaded = root.load(summary)
-    turns = tuple(t for t in loaded.timeline.turns if t.end_seq is None or t.end_seq >= diverged)
+    timeline = loaded.timeline
+    turns = tuple(
+        t
+        for k, t in enumerate(timeline.turns)
+        # (a turn left open when a later one started ends before it: `last_seq_of`)
+        if (end := timeline.last_seq_of(k)) is None or end >= diverged
+    )
     fold = UsageFold(diverged).feed(loaded.events_between(diverged, None))
     tools: Counter[str] = Counter()
     errors = 0

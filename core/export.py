@@ -38,7 +38,7 @@ from .content import (
     header_model,
     turn_blocks,
 )
-from .formats import parent_generation
+from .formats import seed_seqs_note
 from .longline import full_text
 from .model import SessionEvent
 from .root import LoadedSession
@@ -65,9 +65,9 @@ class ForkPoint(msgspec.Struct, frozen=True):
     parent: str
     turn: int | None
     seq: int
-    #: The parent's older generation `seq` is of, when it is not the parent's log the
-    #: root shows (a V0 child of a parent dsh migrated counts in V0's seqs).
-    generation: str | None = None
+    #: Which log `seq` is of, when not the parent's log the root shows
+    #: (`formats.seed_seqs_note`: " of its session.jsonl", " in this log's seqs").
+    seqs_note: str = ""
 
 
 class TurnDoc(msgspec.Struct, frozen=True):
@@ -98,13 +98,12 @@ def fork_point(loaded: LoadedSession) -> ForkPoint | None:
     seed = loaded.timeline.seed_length
     last = [t for t in loaded.timeline.turns if t.first_seq < seed]
     header = loaded.summary.header
-    older = (
-        None
+    note = (
+        ""
         if loaded.parent_path is None or header is None
-        else parent_generation(loaded.parent_path, header.version)
+        else seed_seqs_note(loaded.parent_path, header.version)
     )
-    generation = None if older is None or older == loaded.parent_path else older.name
-    return ForkPoint(parent, last[-1].number if last else None, max(seed - 1, 0), generation)
+    return ForkPoint(parent, last[-1].number if last else None, max(seed - 1, 0), note)
 
 
 def build(loaded: LoadedSession, *, own_only: bool = False) -> SessionDoc:
@@ -153,8 +152,7 @@ def _truncate(text: str, limit: int | None = RESULT_LIMIT) -> tuple[str, str | N
 
 def _fork_line(fork: ForkPoint) -> str:
     turn = "the start" if fork.turn is None else f"turn {fork.turn}"
-    of = f" of its {fork.generation}" if fork.generation else ""
-    return f"forked from {fork.parent} at {turn} (seq {fork.seq}{of})"
+    return f"forked from {fork.parent} at {turn} (seq {fork.seq}{fork.seqs_note})"
 
 
 def _tokens_line(tokens: TokenUsage) -> str:

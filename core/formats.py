@@ -162,6 +162,20 @@ def parent_generation(parent_path: Path, version: int | None) -> Path | None:
     return None
 
 
+def seed_seqs_note(parent_path: Path, version: int | None) -> str:
+    """Which log a child's seed seqs (its seed length, the seq it was forked at) are
+    of, when that is not its parent's log as shown: "" for that log, " of its
+    session.jsonl" for an older generation of the parent (a V0 child of a parent dsh
+    migrated), " in this log's seqs" when the parent holds no generation of the
+    child's version (a child dsh migrated by itself)."""
+    older = parent_generation(parent_path, version)
+    if older == parent_path:
+        return ""
+    if older is None:
+        return " in this log's seqs"
+    return f" of its {older.name}"
+
+
 def generation_name(version: int, *, zstd: bool) -> str:
     """The canonical file name of a generation (`session.jsonl`, `session.v5.jsonl.zstd`)."""
     stem = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
@@ -508,10 +522,13 @@ def _both_minted(mine: str, theirs: str, my_id: str, their_id: str, seq: int) ->
             mine_at = mine[len(prefix) :]
             theirs_at = theirs[len(prefix) :]
             head, own = my_id + ":", their_id + ":"
+            seq_part = mine_at[len(head) :]
             return (
                 mine_at.startswith(head)
                 and theirs_at.startswith(own)
-                and mine_at[len(head) :] == theirs_at[len(own) :]
+                and seq_part == theirs_at[len(own) :]
+                and seq_part.isascii()
+                and seq_part.isdigit()  # the whole rest is the event's seq: an id
             )
     if not (mine.startswith(SYSTEM_ID_PREFIX) and theirs.startswith(SYSTEM_ID_PREFIX)):
         return False

@@ -27,21 +27,35 @@ def same_cut(source: Timeline, target: Timeline, cut: int) -> int | None:
 
     A cut after the events that follow a turn's end (log-only events before the next
     turn) lands right after that turn's end in `target`: the turns on each side of it
-    are the same either way.
+    are the same either way. A turn left open when a later one started (a crash) ends
+    before that one (`Timeline.last_seq_of`): dsh's migration closes it there.
     """
     if source.split_at(cut) is not None:
         return None
-    done = sum(1 for t in source.turns if t.end_seq is not None and t.end_seq < cut)
+    ends = [source.last_seq_of(k) for k in range(len(source.turns))]
+    done = sum(1 for end in ends if end is not None and end < cut)
     if done == 0:
         if cut == 0 or not target.turns:
             return 0 if cut == 0 else None
         return target.turns[0].first_seq
-    if done > len(target.turns) or done > len(source.turns):
+    if done > len(target.turns):
         return None
     mine, theirs = source.turns[done - 1], target.turns[done - 1]
-    if mine.number != theirs.number or theirs.end_seq is None:
+    end = target.last_seq_of(done - 1)
+    if mine.number != theirs.number or end is None:
         return None
-    return theirs.end_seq + 1
+    return end + 1
+
+
+def seed_in(parent_log: Path, child_log: Path, child_version: int | None, seed: int) -> int | None:
+    """A child's seed, counted in its parent's generation of the child's version
+    (`formats.parent_generation`), as a cut of the parent's log `parent_log`: the seed
+    itself when that is the generation, else the same cut by turns of the child's own
+    log (whose seed is that prefix in the child's seqs, whether the parent keeps that
+    generation or not); None when it has none."""
+    if parent_generation(parent_log, child_version) == parent_log:
+        return seed
+    return same_cut(generation_timeline(child_log), generation_timeline(parent_log), seed)
 
 
 def generation_timeline(path: Path) -> Timeline:
@@ -56,14 +70,3 @@ def generation_timeline(path: Path) -> Timeline:
     contents = read_log(path)
     seed = contents.header.seed_length if contents.header is not None else None
     return build_timeline(contents.events, seed or 0)
-
-
-def seed_in(parent_log: Path, child_version: int | None, seed: int) -> int | None:
-    """A child's seed, counted in its parent's generation of the child's version
-    (`formats.parent_generation`), as a cut of the parent's log `parent_log`: the seed
-    itself when that is the generation, else the same cut by turns (None when it has
-    none)."""
-    older = parent_generation(parent_log, child_version)
-    if older is None or older == parent_log:
-        return seed
-    return same_cut(generation_timeline(older), generation_timeline(parent_log), seed)

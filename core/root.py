@@ -1541,11 +1541,10 @@ class SessionRoot:
 
     def parent_cut(self, summary: SessionSummary, cut: int) -> int | None:
         """A cut of a child's inherited part (at or before its seed) as the same cut
-        of its parent's log as this root shows it: the same seq, unless the child was
-        seeded from an older generation that dsh renumbered when it migrated the
-        parent (a V0 child of a parent now in V5), then the same cut by turns
-        (`renumber.same_cut`). None without a parent here, or for a cut with no
-        counterpart (inside a turn)."""
+        of its parent's log as this root shows it: the same seq, unless the child's
+        seqs are not that log's (a V0 child of a parent dsh migrated to V5, or a child
+        dsh migrated by itself), then the same cut by turns (`renumber.same_cut`). None
+        without a parent here, or for a cut with no counterpart (inside a turn)."""
         return self._across_generations(summary, cut, up=True)
 
     def child_cut(self, summary: SessionSummary, cut: int) -> int | None:
@@ -1559,20 +1558,19 @@ class SessionRoot:
         if parent is None:
             return None
         header = summary.header
-        older = parent_generation(parent, header.version if header is not None else None)
-        if older is None or older == parent:
-            return cut
-        from .renumber import generation_timeline, same_cut
+        if parent_generation(parent, header.version if header is not None else None) == parent:
+            return cut  # the child's seed is a prefix of the parent's log as shown
+        # Else the child's own log is that prefix in its own seqs (seeded from an older
+        # generation, or migrated by itself): the same cut by turns.
+        from .renumber import same_cut
 
         with self._lock:
             parent_summary = self._summaries.get(parent)
         if parent_summary is None:
             return None
-        current = self.load(parent_summary, check_seed=False).timeline
-        seeded_from = generation_timeline(older)
-        if up:
-            return same_cut(seeded_from, current, cut)
-        return same_cut(current, seeded_from, cut)
+        shown = self.load(parent_summary, check_seed=False).timeline
+        own = self.load(summary, check_seed=False).timeline
+        return same_cut(own, shown, cut) if up else same_cut(shown, own, cut)
 
     # -- forking ---------------------------------------------------------------------
 

@@ -133,12 +133,24 @@ class Timeline(msgspec.Struct, frozen=True):
         (`turn/end` reason `forked`). None when `seq` falls between turns."""
         if seq <= 0:
             return None
-        for turn in self.turns:
-            if turn.first_seq < seq and (turn.end_seq is None or turn.end_seq >= seq):
-                return turn
+        for k, turn in enumerate(self.turns):
             if turn.first_seq >= seq:
                 return None
+            end = self.last_seq_of(k)
+            if end is None or end >= seq:
+                return turn
         return None
+
+    def last_seq_of(self, k: int) -> int | None:
+        """The last seq of turn `k` (by position): its `turn/end`, or for a turn left
+        open when a later one started (a crash; dsh's migration closes it there as
+        `interrupted`), the seq before that turn's first; None for the last turn while
+        it is open."""
+        turns = self.turns
+        end = turns[k].end_seq
+        if end is None and k + 1 < len(turns):
+            return turns[k + 1].first_seq - 1
+        return end
 
     def turn_at(self, seq: int) -> Turn | None:
         """The turn a seq belongs to, if any."""

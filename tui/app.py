@@ -22,7 +22,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 from turnline.core.content import turn_blocks
-from turnline.core.formats import parent_generation
+from turnline.core.formats import seed_seqs_note
 from turnline.core.index import IndexCancelled
 from turnline.core.model import LogProblem, SessionEvent
 from turnline.core.preview import HeadPreview, head_preview, worth_previewing
@@ -919,14 +919,14 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         )
         short = self.session_tree.short_id_of(parent_path) if parent_path is not None else None
         split = view.timeline.split_at(header.seed_length)
-        older = None if parent_path is None else parent_generation(parent_path, header.version)
+        note = "" if parent_path is None else seed_seqs_note(parent_path, header.version)
         return Divider(
             title,
             header.parent_session,
             header.seed_length - 1,
             short or "",
             None if split is None else split.number,
-            "" if older is None or older == parent_path else older.name,
+            note,
         )
 
     def _problems(self) -> tuple[Any, ...]:

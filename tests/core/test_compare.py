@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from turnline.core.compare import CompareError, Comparison, compare, split_point, touched_files
@@ -301,3 +302,100 @@ def test_a_v0_child_of_a_parent_dsh_migrated_splits_after_the_same_turns(tmp_pat
         assert mine.tokens == theirs.tokens
         assert mine.tool_calls == theirs.tool_calls
     assert [t.number for t in result.right.turns] == [5, 6]
+
+
+def _migrate_beside(log: Path, version: int, *, keep: bool) -> Path:
+    """Write `log`'s migration to `version` beside it, as dsh does; drop the V0 file
+    unless `keep`."""
+    from turnline.demo.dshmigrate import migrate, read_v0, write_log
+
+    new = log.with_name(f"session.v{version}.jsonl")
+    write_log(migrate(read_v0(log), to=version), new)
+    if not keep:
+        log.unlink()
+    return new
+
+
+def _outcome(root: SessionRoot, a: str, b: str) -> tuple[Any, ...]:
+    result = compare(root, root.resolve(a), root.resolve(b))
+    return (
+        result.shared_turns,
+        result.split_turn,
+        [(t.number, t.reason) for t in result.left.turns],
+        [(t.number, t.reason) for t in result.right.turns],
+        result.left.tokens,
+        result.right.tokens,
+        result.left.tool_calls,
+        result.right.tool_calls,
+    )
+
+
+@pytest.mark.parametrize("version", [2, 3, 5, 6])
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_child_dsh_migrated_by_itself_splits_after_the_same_turn(
+    tmp_path: Path, fixtures_root: Path, version: int, keep: bool
+) -> None:
+    """A child dsh migrated on its own counts its seed in its own seqs, which its V0
+    parent (never reopened) does not hold: the split is placed by turns."""
+    ref = tmp_path / "ref"
+    (ref / "p").mkdir(parents=True)
+    shutil.copyfile(
+        fixtures_root / "acp" / "multi-turn" / "session.jsonl", ref / "p" / "session.jsonl"
+    )
+    root = SessionRoot(ref)
+    parent = root.scan()[0]
+    first_end = sorted(root.load(parent, check_seed=False).turn_ends)[0]
+    root.fork(parent.id, first_end, "child")
+    root.scan()
+    want = _outcome(root, parent.id, "child")
+    mixed = tmp_path / "mixed"
+    shutil.copytree(ref, mixed)
+    child_log = SessionRoot(mixed).resolve("child").path
+    _migrate_beside(child_log, version, keep=keep)
+    other = SessionRoot(mixed)
+    other.scan()
+    assert _outcome(other, parent.id, "child") == want
+    child = other.resolve("child")
+    assert child.seed_length != first_end + 1  # its own seqs: the rule is needed
+    assert other.seed_cut(child) == first_end + 1
+    assert not other.load(child).problems
+
+
+def test_a_turn_left_open_before_the_cut_ends_where_the_next_begins(tmp_path: Path) -> None:
+    """A crash left turn 2 open, and turn 3 began: a fork after turn 3 shares turns 1-3
+    (the open one is not 'inside' the split), in V0 and with the parent migrated."""
+    import orjson
+
+    from .rich_logs import append_turns, rich_turn
+
+    ref = tmp_path / "ref"
+    (ref / "p").mkdir(parents=True)
+    rows: list[Any] = []
+    for n in (1, 2, 3, 4):
+        turn = rich_turn(len(rows), n, f"t{n}")
+        rows += turn[:-1] if n == 2 else turn  # turn 2: no turn/end
+    header = {"type": "session", "version": 0, "id": "parent", "createdAt": 1, "delegationDepth": 0}
+    (ref / "p" / "session.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in [header, *rows])
+    )
+    root = SessionRoot(ref)
+    root.scan()
+    loaded = root.load(root.resolve("parent"), check_seed=False)
+    assert [t.end_seq is None for t in loaded.timeline.turns] == [False, True, False, False]
+    third_end = sorted(loaded.turn_ends)[1]
+    assert loaded.timeline.split_at(third_end + 1) is None
+    root.fork("parent", third_end, "child")
+    root.scan()
+    child = root.resolve("child")
+    append_turns(child.path, root.load(child).events[-1].seq + 1, range(5, 6), "child", "src/c.py")
+    root.scan()
+    want = _outcome(root, "parent", "child")
+    assert want[:4] == (3, None, [(4, "completed")], [(5, "completed")])
+    for version in (3, 5):
+        mixed = tmp_path / f"mixed{version}"
+        shutil.copytree(ref, mixed)
+        _migrate_beside(mixed / "p" / "session.jsonl", version, keep=True)
+        other = SessionRoot(mixed)
+        other.scan()
+        assert _outcome(other, "parent", "child") == want, version
+        assert other.seed_cut(other.resolve("child")) is not None

@@ -164,3 +164,15 @@ def test_the_parents_own_marker_left_untagged_in_a_grandchild_is_the_same() -> N
     other = {**untagged, "type": "session/title"}
     assert not same_but_minted(other, {**tagged, "type": "session/title"}, CHILD, PARENT, 46, 46)
     assert not same_but_minted({**untagged, "time": 4}, tagged, CHILD, PARENT, 46, 46)
+
+
+def test_a_minted_looking_prefix_of_other_text_is_a_difference() -> None:
+    mine = {"text": f"legacy-message:{CHILD}:7 and then some"}
+    theirs = {"text": f"legacy-message:{PARENT}:7 and then some"}
+    assert not same_but_minted(mine, theirs, CHILD, PARENT, 7)
+    assert not same_but_minted(
+        {"id": f"legacy-message:{CHILD}:٧"}, {"id": f"legacy-message:{PARENT}:٧"}, CHILD, PARENT, 7
+    )  # (a digit, but not the ASCII seq dsh writes)
+    assert same_but_minted(
+        {"id": f"legacy-message:{CHILD}:7"}, {"id": f"legacy-message:{PARENT}:7"}, CHILD, PARENT, 7
+    )

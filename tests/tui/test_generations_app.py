@@ -210,7 +210,7 @@ async def test_a_v0_child_of_a_migrated_parent_jumps_to_the_same_turn(tmp_path: 
     async with app.run_test(size=(160, 50)) as pilot:
         timeline = await opened(pilot, app, child)
         divider = timeline._divider
-        assert isinstance(divider, Divider) and divider.generation == "session.jsonl"
+        assert isinstance(divider, Divider) and divider.seqs_note == " of its session.jsonl"
         await pilot.press("p")
         await wait_for(
             pilot,

@@ -83,9 +83,9 @@ class Divider(msgspec.Struct, frozen=True):
     parent_short: str = ""
     #: The turn the seed ends inside (a dsh fork cut inside an open turn), if any.
     inside_turn: int | None = None
-    #: The parent's older generation the seed was taken from, when it is not the
-    #: parent's log shown (`session.jsonl`: a V0 child of a parent dsh migrated).
-    generation: str = ""
+    #: Which log the boundary's seq is of, when not the parent's log shown
+    #: (`formats.seed_seqs_note`: " of its session.jsonl", " in this log's seqs").
+    seqs_note: str = ""
 
 
 #: A time of 0 (a log that records none) is no moment: shown as this, not 1970.
@@ -694,7 +694,7 @@ class TurnTimeline(ScrollView, can_focus=True):
         assert divider is not None
         # The seq and the parent's short id come first: a narrow column cuts the title.
         inside = "" if divider.inside_turn is None else f", inside turn {divider.inside_turn}"
-        of = f" of its {divider.generation}" if divider.generation else ""
+        of = divider.seqs_note
         text = Text(
             f"forked from {divider.parent_short or divider.parent_id[:8]} "
             f"at seq {divider.boundary}{of}{inside} · ",
