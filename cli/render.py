@@ -273,10 +273,23 @@ def show_lines(view: SessionView, width: int) -> list[str]:
     return lines
 
 
-def _edge_label(node: LineageNode) -> str:
+def _version(summary: SessionSummary) -> int:
+    """A log's format version as its seqs go (V1 counts as V0, as no header does)."""
+    version = summary.header.version if summary.header is not None else None
+    return 0 if version is None or version == 1 else version
+
+
+def _edge_label(node: LineageNode, parent: LineageNode | None = None) -> str:
     parts = []
     if node.seed_length is not None:
-        parts.append(f"seed {node.seed_length}")
+        # Which log the seed's seqs are of, when not the parent's as listed (only a
+        # child of another version than its parent's log can differ: no folder read).
+        of = ""
+        if parent is not None and _version(node.summary) != _version(parent.summary):
+            header = node.summary.header
+            version = header.version if header is not None else None
+            of = seed_seqs_note(parent.summary.path, version)
+        parts.append(f"seed {node.seed_length}{of}")
     if node.origin is not None:
         parts.append(one_line(node.origin, 16))
     return " · ".join(parts) or "fresh"
@@ -313,8 +326,9 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
     lines: list[str] = []
 
     def draw(tops: Sequence[LineageNode], prefix: str, first_edge: bool) -> None:
-        # (node, prefix for its own line, prefix for its children, draw an edge label?)
-        work: list[tuple[LineageNode, str, str, bool]] = []
+        # (node, prefix for its own line, prefix for its children, its parent to draw
+        # an edge label to, or None: a top of the forest, no edge)
+        work: list[tuple[LineageNode, str, str, LineageNode | None]] = []
         for i, node in reversed(list(enumerate(tops))):
             last = i == len(tops) - 1
             if first_edge:
@@ -323,14 +337,15 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
                         node,
                         prefix + ("└── " if last else "├── "),
                         prefix + ("    " if last else "│   "),
-                        True,
+                        node,  # (an orphan: its label without a parent to compare)
                     )
                 )
             else:
-                work.append((node, prefix, prefix, False))
+                work.append((node, prefix, prefix, None))
         while work:
-            node, own, below, edge = work.pop()
-            label = f"[{_edge_label(node)}] " if edge else ""
+            node, own, below, parent = work.pop()
+            edge = None if parent is None or parent is node else parent
+            label = f"[{_edge_label(node, edge)}] " if parent is not None else ""
             lines.append(f"{own}{label}{_node_text(node, root, duplicated)}")
             kids = node.children
             for i in range(len(kids) - 1, -1, -1):
@@ -340,7 +355,7 @@ def tree_lines(lineage: Lineage, root: Path) -> list[str]:
                         kids[i],
                         below + ("└── " if last else "├── "),
                         below + ("    " if last else "│   "),
-                        True,
+                        node,
                     )
                 )
 

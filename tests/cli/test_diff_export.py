@@ -111,6 +111,10 @@ def test_a_v0_child_of_a_migrated_parent_shows_and_diffs_by_turns(
     assert code == 0
     assert "(seed 807 of its session.jsonl, subagent)" in out
     assert "at seq 806 of its session.jsonl ──" in out
+    code, out, _ = _run(capsys, "tree", str(demo.path))
+    assert code == 0
+    assert "[seed 807 of its session.jsonl · subagent]" in out
+    assert "[seed 46] " in out  # a V5 child of the V5 generation: its seqs are that log's
     code, out, _ = _run(
         capsys, "diff", str(demo.path), child.parent.name, parent.parent.name, "--json"
     )
