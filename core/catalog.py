@@ -672,8 +672,10 @@ class Catalog:
             cut = seed_in(Path(rows[parent][1]), Path(rows[child][1]), mine, own)
             return -1 if cut is None else cut
 
+        seeds = {c: seed(c, p) for c, p in links.parent.items()}
         data = pack_links(
-            (rows[c][0], rows[p][0], seed(c, p)) for c, p in sorted(links.parent.items())
+            ((rows[c][0], rows[p][0], seeds[c]) for c, p in sorted(links.parent.items())),
+            _turned(rows, states, links.parent, seeds),
         )
         with _writing(self.db):
             now = self.db.execute("SELECT value FROM meta WHERE key='linked'").fetchone()
@@ -1257,3 +1259,46 @@ def _version(state: tuple[Any, ...]) -> int:
     if type(version) is not int or version == 1:
         return 0
     return version
+
+
+def _turned(
+    rows: list[Any], states: list[tuple[Any, ...]], parent: dict[int, int], seeds: dict[int, Any]
+) -> dict[int, tuple[int, bool]]:
+    """The `query.Turned` map of a catalog's links (by log id): for each renumbered link
+    (a child of another version than its parent's log) and every link below one, the
+    number of the last whole turn of its parent the child inherits. A search hit's seq,
+    counted in the log it was found in, says nothing about a seed counted in another
+    numbering; its turn does (migrations keep turns). Empty for a root with no such
+    family: no log is read."""
+    crossed = [c for c, p in parent.items() if _version(states[c]) != _version(states[p])]
+    if not crossed:
+        return {}
+    from .renumber import generation_timeline
+
+    children: dict[int, list[int]] = {}
+    for c, p in parent.items():
+        children.setdefault(p, []).append(c)
+    wanted: dict[int, bool] = {}
+    stack = list(crossed)
+    while stack:
+        c = stack.pop()
+        if c in wanted:
+            continue
+        wanted[c] = _version(states[c]) != _version(states[parent[c]])
+        stack.extend(children.get(c, ()))
+    timelines: dict[int, Any] = {}
+    out: dict[int, tuple[int, bool]] = {}
+    for c, cross in wanted.items():
+        p, cut = parent[c], seeds[c]
+        last = 0
+        if cut is not None and cut > 0:
+            timeline = timelines.get(p)
+            if timeline is None:
+                timeline = timelines[p] = generation_timeline(Path(rows[p][1]))
+            for k, turn in enumerate(timeline.turns):
+                end = timeline.last_seq_of(k)
+                if end is None or end >= cut:
+                    break
+                last = turn.number
+        out[rows[c][0]] = (last, cross)
+    return out

@@ -35,9 +35,10 @@ SCHEMA: Final = 9
 #: The catalog's `meta` value `linked` once its parent links are current and were
 #: resolved by this version's rule (`lineage.link_sessions`). A new rule gets a new
 #: value, so a catalog another version linked is linked again, and no fresh state
-#: answers from its links meanwhile (`same_generation`). ("3": a child seeded from an
-#: older generation of its parent has its seed placed in the generation catalogued.)
-LINKED: Final = "3"
+#: answers from its links meanwhile (`same_generation`). ("4": a child seeded from an
+#: older generation of its parent has its seed placed in the generation catalogued,
+#: and the links in and below such a family credit inherited hits by turn.)
+LINKED: Final = "4"
 #: The generation a catalog's `fresh` row names, while its links are `LINKED`.
 FRESH_ROW: Final = (
     "SELECT gen FROM fresh WHERE k=0 AND (SELECT value FROM meta WHERE key='linked') IS ?"

@@ -157,22 +157,33 @@ def term_rows(
 Links = dict[int, list[tuple[int, int]]]
 
 
-def pack_links(links: Iterable[tuple[int, int, int | None]]) -> bytes:
+#: Child log id -> (the number of the last whole turn of its parent it inherits, whether
+#: its seqs are another numbering than its parent's): for the links in and below a
+#: family's renumbered link (a child seeded from another generation than its parent's
+#: as catalogued), where a hit's seq no longer compares with the seeds below.
+Turned = dict[int, tuple[int, bool]]
+
+
+def pack_links(links: Iterable[tuple[int, int, int | None]], turned: Turned | None = None) -> bytes:
     """(child, parent, seed) triples as the catalog's one `links` row: three arrays of
-    64-bit integers, so reading them is a copy, not a row per fork."""
+    64-bit integers, so reading them is a copy, not a row per fork; and the `Turned`
+    map when a family needs it."""
     child, parent, seed = array("q"), array("q"), array("q")
     for c, p, s in links:
         child.append(c)
         parent.append(p)
         seed.append(-1 if s is None else s)
-    return marshal.dumps((child.tobytes(), parent.tobytes(), seed.tobytes()))
+    parts: tuple[Any, ...] = (child.tobytes(), parent.tobytes(), seed.tobytes())
+    if turned:
+        parts += ({c: (n, bool(x)) for c, (n, x) in turned.items()},)
+    return marshal.dumps(parts)
 
 
 def unpack_links(data: bytes) -> list[tuple[int, int, int]]:
     """The (child, parent, seed) triples of `pack_links` (seed -1 for none); raises
     ValueError, EOFError or TypeError for bytes it did not make."""
     parts = marshal.loads(data)
-    if not isinstance(parts, tuple) or len(parts) != 3:
+    if not isinstance(parts, tuple) or len(parts) not in (3, 4):
         raise ValueError("not a links row")
     child, parent, seed = array("q"), array("q"), array("q")
     child.frombytes(parts[0])
@@ -187,6 +198,34 @@ def read_links(db: sqlite3.Connection) -> Links:
     """Each parent log's children, as the catalog last linked them (empty if it never
     did, or its row is not one this version wrote: the next refresh links again)."""
     return links_of(_links_row(db))
+
+
+def read_turned(db: sqlite3.Connection) -> Turned:
+    """The `Turned` map of the catalog's links (empty: every link compares by seq)."""
+    return turned_of(_links_row(db))
+
+
+def turned_of(data: bytes | None) -> Turned:
+    """`read_turned` of the `links` row's bytes (None: no row)."""
+    if data is None:
+        return {}
+    try:
+        parts = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if not isinstance(parts, tuple) or len(parts) != 4 or not isinstance(parts[3], dict):
+        return {}
+    out: Turned = {}
+    for child, value in parts[3].items():
+        if (
+            type(child) is int
+            and isinstance(value, tuple)
+            and len(value) == 2
+            and type(value[0]) is int
+            and type(value[1]) is bool
+        ):
+            out[child] = value
+    return out
 
 
 def _links_row(db: sqlite3.Connection) -> bytes | None:

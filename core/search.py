@@ -16,6 +16,7 @@ from .query import (
     Links,
     QueryError,
     Term,
+    Turned,
     parse_fields,
     parse_query,
     search_order,
@@ -483,7 +484,7 @@ def search_db(
     Raises:
         UnknownSessionError: `session` names no session of the catalog.
     """
-    from .query import read_links
+    from .query import read_links, read_turned
 
     if session is not None and not _has_session(db, session):
         raise UnknownSessionError(session)
@@ -504,6 +505,7 @@ def search_db(
             return SearchResult([], 0, logs, terms)
     assert matched is not None
     links = read_links(db)
+    turned = read_turned(db) if links else {}
     if include_inherited and links:
         _add_descendants(db, logs, {log for log, _turn in matched}, links)
     # Each hit as (sort key..., log, turn, first doc, heirs, producer) first; the
@@ -512,12 +514,12 @@ def search_db(
     add = found.append
     for (log, turn), first in matched.items():
         entry = logs[log]
-        heirs = _heirs(log, first[0], links) if log in links else ()
+        heirs = _heirs(log, first[0], turn, links, turned) if log in links else []
         add((-(entry[3] or 0), entry[0], -turn, log, turn, first, len(heirs), -1))
         if include_inherited:
-            for heir in heirs:
+            for heir, at in heirs:
                 e = logs[heir]
-                inherited = len(_heirs(heir, first[0], links)) if heir in links else 0
+                inherited = len(_heirs(heir, at, turn, links, turned)) if heir in links else 0
                 add((-(e[3] or 0), e[0], -turn, heir, turn, first, inherited, log))
     if session is not None:
         found = [h for h in found if logs[h[3]][1].startswith(session) or h[1] == session]
@@ -584,17 +586,32 @@ def _add_descendants(
         logs.update((r[0], r[1:]) for r in db.execute(f"{sql} WHERE l.id IN ({marks})", chunk))
 
 
-def _heirs(log: int, seq: int, links: Links) -> list[int]:
-    """Every descendant log whose seed carries the event at `seq` of `log`."""
-    out: list[int] = []
-    stack = [log]
+def _heirs(
+    log: int, seq: int | None, turn: int, links: Links, turned: Turned
+) -> list[tuple[int, int | None]]:
+    """Every descendant log whose seed carries the event at `seq` of `log` (in turn
+    `turn`), each with that event's seq in its own numbering: None below a link whose
+    child counts another numbering than its parent (`Turned`), where the seeds below are
+    compared with the turn instead (the last whole turn each inherits)."""
+    out: list[tuple[int, int | None]] = []
+    stack: list[tuple[int, int | None]] = [(log, seq)]
     seen = {log}
     while stack:
-        for child, seed in links.get(stack.pop(), ()):
-            if seq < seed and child not in seen:
+        at, here = stack.pop()
+        for child, seed in links.get(at, ()):
+            if child in seen:
+                continue
+            mode = turned.get(child)
+            if here is not None:
+                inherits = here < seed
+                below = None if mode is not None and mode[1] else here
+            else:
+                inherits = mode is not None and turn <= mode[0]
+                below = None
+            if inherits:
                 seen.add(child)
-                stack.append(child)
-                out.append(child)
+                stack.append((child, below))
+                out.append((child, below))
     return out
 
 

@@ -312,3 +312,60 @@ def test_a_child_seeded_from_an_older_generation_inherits_the_same_turns(
         compared += len(want)
         assert not any(h[0] == child and h[1] > 4 and h[3] for h in got)  # nothing past 4
     assert compared > 20
+
+
+@pytest.mark.parametrize(
+    ("versions", "g_after_first"),
+    [((0, 2, 2), False), ((0, 5, 2), False), ((0, 3, 5), False), ((5, 0, 0), True)],
+)
+def test_a_family_renumbered_in_the_middle_credits_the_same_heirs(
+    tmp_path: Path,
+    fixtures_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    versions: tuple[int, int, int],
+    g_after_first: bool,
+) -> None:
+    """P -> C (forked at P's end) -> G: each migrated by itself to its version (the V0
+    file kept beside P and C, not G). Each hit's inheritedBy and each inherited copy
+    are the all-V0 family's, though a hit's seq means nothing below a renumbered link."""
+    import shutil
+
+    from turnline.core.root import SessionRoot
+    from turnline.core.search import open_catalog
+    from turnline.demo.dshmigrate import migrate, read_v0, write_log
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    ref = tmp_path / "ref"
+    (ref / "p").mkdir(parents=True)
+    shutil.copyfile(
+        fixtures_root / "acp" / "multi-turn" / "session.jsonl", ref / "p" / "session.jsonl"
+    )
+    root = SessionRoot(ref)
+    parent = root.scan()[0].id
+    ends = sorted(root.load(root.resolve(parent), check_seed=False).turn_ends)
+    root.fork(parent, ends[-1], "C")
+    root.scan()
+    root.fork("C", ends[0] if g_after_first else ends[-1], "G")
+    root.scan()
+    mixed = tmp_path / "mixed"
+    shutil.copytree(ref, mixed)
+    other = SessionRoot(mixed)
+    other.scan()
+    for sid, version, keep in zip((parent, "C", "G"), versions, (True, True, False), strict=True):
+        if version:
+            log = other.resolve(sid).path
+            write_log(migrate(read_v0(log), to=version), log.with_name(f"session.v{version}.jsonl"))
+            if not keep:
+                log.unlink()
+
+    def hits(folder: Path) -> list[tuple[str, int, int, str | None]]:
+        catalog = open_catalog(folder)
+        try:
+            found = search(catalog, "the", include_inherited=True).hits
+        finally:
+            catalog.close()
+        return sorted((h.session, h.turn, h.inherited_by, h.inherited_from) for h in found)
+
+    want = hits(ref)
+    assert any(h[3] is not None and h[0] == "G" for h in want)  # G inherits some turn
+    assert hits(mixed) == want
