@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import queue
 import sys
 import threading
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple, TypeVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -281,6 +282,11 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        if not self.is_headless and _is_terminal(sys.__stdin__):
+            # A terminal that goes away without a SIGHUP reaching us (its pty closed
+            # under a parent that outlived it) leaves Textual's input thread reading
+            # EOF in a loop at full CPU: leave when stdin stops being a terminal.
+            self.set_interval(TERMINAL_CHECK, self.watch_terminal)
         if self._subtitle is not None:
             self.sub_title = one_line(self._subtitle)  # `Content`, never markup
         elif self.path.is_file():
@@ -929,6 +935,11 @@ class TurnlineApp(AfterForkActions, PaneActions, App[int]):
             note,
         )
 
+    def watch_terminal(self) -> None:
+        """Exit (status 1) once stdin is no longer the terminal it was: a hang-up."""
+        if not _is_terminal(sys.__stdin__):
+            self.exit(return_code=1)
+
     def _problems(self) -> tuple[Any, ...]:
         return self.view.loaded.problems if self.view is not None else ()
 
@@ -1326,3 +1337,15 @@ def run_app(
     app = TurnlineApp(Path(path), poll=poll, scan=scan, subtitle=subtitle)
     app.run()
     return app.return_code or 0
+
+
+#: Seconds between two looks at whether the app's terminal is still there.
+TERMINAL_CHECK: Final = 1.0
+
+
+def _is_terminal(stream: Any) -> bool:
+    """Whether `stream` is open on a terminal (False after a hang-up, or for none)."""
+    try:
+        return stream is not None and os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False

@@ -276,3 +276,28 @@ async def test_y_copies_an_id_holding_a_lone_surrogate(tmp_path: Path) -> None:
         await pilot.press("y")
         await pilot.pause()
         assert copied == ["ab\ufffd"] and app.is_running and app._exception is None
+
+
+async def test_the_app_leaves_when_its_terminal_hangs_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pty closed under the app without a SIGHUP reaching it (its parent outlived it)
+    left Textual's input thread reading EOF at full CPU for good: the app exits."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    stdin = os.fdopen(slave, "rb", buffering=0)
+    try:
+        monkeypatch.setattr("sys.__stdin__", stdin)
+        app = TurnlineApp(tmp_path, tz=UTC)
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.watch_terminal()  # the terminal is there: nothing happens
+            await pilot.pause()
+            assert app.is_running and app.return_code is None
+            os.close(master)  # the terminal hangs up
+            app.watch_terminal()
+            await pilot.pause()
+        assert app.return_code == 1
+    finally:
+        stdin.close()
