@@ -12,7 +12,8 @@ the same framing with one more header key (`sshTarget`), which is kept and named
 any unknown key is. What differs, and where this module decides it:
 
 - file name (`generation_of`): V0 `session.jsonl`; V2+ `session.vN.jsonl` (V1 is an
-  intermediate dsh never publishes by itself);
+  intermediate dsh never publishes by itself); in dsh's snapshot corpus a child's are
+  `session.K.jsonl` and `session.K.vN.jsonl` (`generation_role`);
 - rows (`packed_rows`): V0/V1 one event per row or a packed chunk row (`seq0`); V2+
   one event per row, always with its `seq`;
 - header: V0/V1 open, `seedLength` is the inherited count; V2+ a closed key set with
@@ -69,6 +70,13 @@ MARKER_VERSION: Final = 2
 #: version N (lowercase, decimal, no leading zero; `session.v0.jsonl` is not one),
 #: either with `.zstd` after it (dsh's `parseSessionFormatLogFilename`).
 _GENERATION: Final = re.compile(r"session(?:\.v([1-9][0-9]*))?\.jsonl(?:\.zstd)?")
+#: A recorded-session fixture's child generation in dsh's snapshot corpus (where the
+#: real logs under `shared/fixtures` come from): `session.K.jsonl` is child K's version
+#: 0 and `session.K.vN.jsonl` its version N, beside the parent's `session[.vN].jsonl`
+#: (dsh's `FIXTURE_FILE`, `sessionFixtureName`: K and N decimal with no leading zero,
+#: raw only). A refresh writes the highest generation beside the older ones, which
+#: "remain in the directory but do not count as extra Sessions".
+_CHILD_GENERATION: Final = re.compile(r"session\.([1-9][0-9]*)(?:\.v([1-9][0-9]*))?\.jsonl")
 
 #: The V2+ header's keys: required, then optional (dsh's `HEADER_REQUIRED_KEYS`,
 #: `HEADER_OPTIONAL_KEYS`); any other key makes dsh refuse the log.
@@ -91,15 +99,32 @@ def generation_of(name: str) -> int | None:
     return int(match.group(1)) if match.group(1) else 0
 
 
+def generation_role(name: str) -> tuple[int, int] | None:
+    """(role, version) of a generation file name: role 0 for a session's own log
+    (`generation_of`), K for a snapshot corpus child `session.K[.vN].jsonl`; None for
+    any other name. The files of one role in one folder are one session's generations."""
+    version = generation_of(name)
+    if version is not None:
+        return 0, version
+    match = _CHILD_GENERATION.fullmatch(name)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2)) if match.group(2) else 0
+
+
 def superseded(names: Iterable[str]) -> set[str]:
     """The generation files among `names` (one folder's entries) that a higher
-    generation supersedes: dsh runs a session from its numerically highest canonical
-    generation and keeps the older files untouched beside it, as history."""
-    found = [(v, n) for n in names if (v := generation_of(n)) is not None]
+    generation of the same role supersedes: dsh runs a session from its numerically
+    highest canonical generation and keeps the older files untouched beside it, as
+    history (and so does its snapshot corpus, for the parent and each child)."""
+    found = [(r, n) for n in names if (r := generation_role(n)) is not None]
     if len(found) < 2:
         return set()
-    top = max(v for v, _ in found)
-    return {n for v, n in found if v < top}
+    top: dict[int, int] = {}
+    for (role, version), _ in found:
+        if version > top.get(role, -1):
+            top[role] = version
+    return {n for (role, version), n in found if version < top[role]}
 
 
 def generation_files(path: str) -> list[tuple[int, str]]:
@@ -108,9 +133,10 @@ def generation_files(path: str) -> list[tuple[int, str]]:
     canonical generation name, just the log when its folder cannot be listed. Plain
     strings, so a listing of ten thousand logs makes no `Path`."""
     folder, name = os.path.split(path)
-    own = generation_of(name)
-    if own is None:
+    role = generation_role(name)
+    if role is None:
         return []
+    own = role[1]
     try:
         names = os.listdir(folder)  # a session folder holds one or two entries
     except OSError:
@@ -119,9 +145,10 @@ def generation_files(path: str) -> list[tuple[int, str]]:
         return [(own, path)]  # the common case: the log alone
     found = []
     for other in names:
-        version = generation_of(other)
-        if version is None:
+        theirs = generation_role(other)
+        if theirs is None or theirs[0] != role[0]:
             continue
+        version = theirs[1]
         full = os.path.join(folder, other)
         if other == name or os.path.isfile(full):
             found.append((version, full))
@@ -219,8 +246,10 @@ def newer_version_message(version: Any) -> str:
 
 def name_mismatch(name: str, version: int | None) -> str | None:
     """Why a log's file name and its header's version disagree (dsh refuses such a
-    generation), or None when they agree or the name is not a canonical one."""
-    named = generation_of(name)
+    generation), or None when they agree or the name is not a canonical one (a
+    snapshot corpus child's name is: dsh's `assertSessionFixtureVersion`)."""
+    role = generation_role(name)
+    named = None if role is None else role[1]
     if named is None or version is None or not known(version):
         return None
     if named == version or (named == 0 and version == 1):

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Final
 
-#: The catalog's schema: a catalog of another one is rebuilt.
-SCHEMA: Final = 9
+#: The catalog's schema: a catalog of another one is rebuilt. (10: a snapshot corpus
+#: child's newer generation `session.K.vN.jsonl` supersedes its `session.K.jsonl`, so
+#: the logs a catalog's walk kept for an unchanged folder may be one too many.)
+SCHEMA: Final = 10
 #: The catalog's `meta` value `linked` once its parent links are current and were
 #: resolved by this version's rule (`lineage.link_sessions`). A new rule gets a new
 #: value, so a catalog another version linked is linked again, and no fresh state

@@ -35,7 +35,7 @@ import msgspec
 import watchfiles
 
 from .codec import RecordError, expand_record, parse_header
-from .formats import generation_of, packed_rows, projected_row
+from .formats import generation_role, packed_rows, projected_row
 from .logfile import Encoding, LogReader, encoding_of
 from .model import LogProblem, ProblemKind, SessionEvent, SessionHeader
 from .records import MAX_HEADER_LINE, count_turns, loads, session_title, user_title
@@ -798,30 +798,34 @@ class RootWatcher:
         """A generation file `gone` was removed: the highest generation left in its
         folder is the session's log again (it was history while `gone` was there; the
         lower ones stay history, as discovery leaves them: `formats.superseded`)."""
-        if generation_of(gone.name) is None or self.root.single is not None:
+        role = generation_role(gone.name)
+        if role is None or self.root.single is not None:
             return []
         try:
             with os.scandir(gone.parent) as it:
-                names = [e.name for e in it if generation_of(e.name) is not None]
+                roles = [(generation_role(e.name), e.name) for e in it]
         except OSError:
             return []
-        if not names:
+        left = [(r[1], name) for r, name in roles if r is not None and r[0] == role[0]]
+        if not left:
             return []
-        return self._consider(gone.parent / max(names, key=lambda n: generation_of(n) or 0))
+        return self._consider(gone.parent / max(left)[1])  # (the highest version)
 
     def _older_generations(self, path: Path) -> list[Path] | None:
         """The tracked logs that the generation file `path` supersedes (same folder,
         lower generation), or None if a tracked one there supersedes `path`."""
-        version = generation_of(path.name)
-        if version is None:
+        role = generation_role(path.name)
+        if role is None:
             return []
+        version = role[1]
         older: list[Path] = []
         for other in self._tracked:
             if other.parent != path.parent or other == path:
                 continue
-            theirs = generation_of(other.name)
-            if theirs is None:
+            their_role = generation_role(other.name)
+            if their_role is None or their_role[0] != role[0]:
                 continue
+            theirs = their_role[1]
             if theirs > version:
                 return None
             if theirs < version:

@@ -90,6 +90,40 @@ def test_superseded_keeps_only_the_highest_generation() -> None:
     assert formats.generation_name(0, zstd=False) == "session.jsonl"
 
 
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [
+        ("session.jsonl", (0, 0)),
+        ("session.v5.jsonl.zstd", (0, 5)),
+        ("session.1.jsonl", (1, 0)),
+        ("session.2.v3.jsonl", (2, 3)),
+        ("session.12.v5.jsonl", (12, 5)),
+        ("session.1.v0.jsonl", None),  # version 0 keeps the suffix-only name
+        ("session.01.jsonl", None),  # no leading zero
+        ("session.0.jsonl", None),  # the parent is role 0 by its own name
+        ("session.1.jsonl.zstd", None),  # dsh's corpus names are raw only
+        ("session.1.V3.jsonl", None),
+        ("writer.1.expected.jsonl", None),
+    ],
+)
+def test_generation_roles(name: str, role: tuple[int, int] | None) -> None:
+    """dsh's snapshot corpus names child K's generation N `session.K.vN.jsonl`
+    (`sessionFixtureName`, `FIXTURE_FILE`)."""
+    assert formats.generation_role(name) == role
+
+
+def test_superseded_per_role_as_dshs_fixture_selection() -> None:
+    """dsh's own vector (`selectedSessionFixture`: "selects the highest parent and child
+    generations without counting retained inputs twice")."""
+    names = ["session.jsonl", "session.v2.jsonl", "session.1.jsonl", "session.1.v1.jsonl"]
+    assert formats.superseded(names) == {"session.jsonl", "session.1.jsonl"}
+    # each role by itself: a child's newer generation never hides the parent's log
+    names = ["session.jsonl", "session.1.jsonl", "session.1.v5.jsonl", "session.2.jsonl"]
+    assert formats.superseded(names) == {"session.1.jsonl"}
+    assert formats.name_mismatch("session.1.v3.jsonl", 5) is not None
+    assert formats.name_mismatch("session.1.v3.jsonl", 3) is None
+
+
 # -- dsh's own V5 logs ---------------------------------------------------------------------
 
 
@@ -344,6 +378,105 @@ def test_a_folder_with_two_generations_is_one_session(tmp_path: Path) -> None:
     assert summaries[0].problems == ()
     assert [v for v, _ in formats.generations(summaries[0].path)] == [5, 3]
     assert [Path(s.path).name for s in root_usage(root).sessions] == ["session.v5.jsonl"]
+
+
+CORPUS_FAMILIES = sorted(
+    {p.parent for p in FIXTURES.rglob("session.1.jsonl") if (p.parent / "session.jsonl").is_file()}
+)
+
+
+@pytest.mark.parametrize("folder", CORPUS_FAMILIES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_corpus_folder_refreshed_beside_its_v0_logs_is_the_same_family(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dsh refreshes a recorded scenario by writing each role's new generation beside
+    the old ones (`session.v3.jsonl`, `session.1.v3.jsonl`, ...). Every real family of
+    the fixtures, so refreshed: the same sessions and lineage as the V0 folder, each
+    listed once, with its V0 file as its history; search finds the same hits."""
+    from turnline.core.search import open_catalog, search
+    from turnline.demo.dshmigrate import migrate, read_v0, twin_name, write_log
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    plain = tmp_path / "plain" / folder.name
+    shutil.copytree(folder, plain)
+    both = tmp_path / "both" / folder.name
+    shutil.copytree(folder, both)
+    logs = sorted(p.name for p in folder.glob("session*.jsonl"))
+    for name in logs:
+        write_log(migrate(read_v0(both / name), to=3), both / twin_name(name, 3))
+
+    def family(root_path: Path) -> tuple[list[tuple[str, str | None, int]], dict[str, str]]:
+        root = SessionRoot(root_path)
+        summaries = root.scan()
+        id_of = {s.path: s.id for s in summaries}
+        return (
+            sorted((s.id, s.parent_session, s.turns) for s in summaries),
+            {id_of[c]: id_of[p] for c, p in root.lineage().parent_of.items()},
+        )
+
+    got, want = family(tmp_path / "both"), family(tmp_path / "plain")
+    assert got == want
+    assert len(want[0]) == len(logs)  # each role once
+    root = SessionRoot(tmp_path / "both")
+    twin_of = {twin_name(n, 3): n for n in logs}
+    for summary in root.scan():
+        assert summary.path.name in twin_of  # the newest generation is the log
+        older = [p.name for _, p in formats.history(summary.path)]
+        assert older == [twin_of[summary.path.name]]  # its own V0 file, as history
+        assert not [p for p in summary.problems if p.kind is ProblemKind.DUPLICATE_ID]
+
+    def hits(root_path: Path, query: str) -> list[tuple[str, int, int, str | None]]:
+        catalog = open_catalog(root_path)
+        try:
+            found = search(catalog, query, include_inherited=True).hits
+        finally:
+            catalog.close()
+        return sorted((h.session, h.turn, h.inherited_by, h.inherited_from) for h in found)
+
+    for query in ("the", "subagent"):
+        assert hits(tmp_path / "both", query) == hits(tmp_path / "plain", query), query
+
+
+def test_the_watcher_switches_a_corpus_childs_generation_by_itself(tmp_path: Path) -> None:
+    """A child's new generation supersedes that child's old one, not the parent's log
+    (and deleting it makes the old one the child's log again)."""
+    from turnline.demo.dshmigrate import migrate, read_v0, write_log
+
+    family = tmp_path / "scenario"
+    shutil.copytree(CORPUS_FAMILIES[0], family)
+    root = SessionRoot(tmp_path)
+    before = {s.path for s in root.scan()}
+    old = family / "session.1.jsonl"
+    assert old in before and family / "session.jsonl" in before
+    watcher = RootWatcher(root, poll=True, poll_interval_ms=20)
+    stop = threading.Event()
+    seen: list[Any] = []
+
+    def run() -> None:
+        for batch in watcher.watch(stop):
+            seen.extend(batch)
+            if any(isinstance(c, SessionAdded) and c.summary.path == old for c in seen):
+                stop.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    new = family / "session.1.v3.jsonl"
+    try:
+        assert watcher.primed.wait(10)
+        write_log(migrate(read_v0(old), to=3), new)
+        for _ in range(400):
+            if new in {s.path for s in root.summaries()}:
+                break
+            stop.wait(0.05)
+        assert {s.path for s in root.summaries()} == before - {old} | {new}
+        new.unlink()
+        thread.join(20)
+    finally:
+        stop.set()
+        thread.join(20)
+    removed = [(c.path, c.moved_to) for c in seen if isinstance(c, SessionRemoved)]
+    assert (old, new) in removed
+    assert {s.path for s in root.summaries()} == before
 
 
 def test_the_watcher_switches_to_a_new_generation(tmp_path: Path) -> None:
