@@ -83,14 +83,8 @@ print(n)
 """
 )
 
-#: The same decode on every usable core: the file cut into one byte range per core (at
-#: line breaks), each range decoded in a forked child. About the fastest a reader that
-#: checks every line is one record can be on this machine, whatever else it does (one
-#: msgspec call per block is faster only without checking that each line holds one
-#: record: docs/benchmarks.md, seventeenth session).
-MSGSPEC_PARALLEL = (
-    _HEAD_DECODER
-    + """
+#: The file cut into one byte range per usable core, at line breaks (`cuts`).
+_CUTS = """
 path = sys.argv[1]
 size = os.path.getsize(path)
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -101,13 +95,11 @@ for k in range(1, max(1, cores or 1)):
     nl = os.pread(fd, 1 << 20, at).find(b"\\n")
     cuts.append(size if nl < 0 else at + nl + 1)
 cuts.append(size)
-def work(lo, hi):
-    n = 0
-    for line in os.pread(fd, hi - lo, lo).split(b"\\n"):
-        if line:
-            decode(line)
-            n += 1
-    return n
+"""
+
+#: `work(lo, hi)` (which the script defines before it) run on each range of `_CUTS`,
+#: the first here and each other in a forked child; prints the lines of every share.
+_ON_EVERY_CORE = """
 children = []
 for lo, hi in zip(cuts[1:-1], cuts[2:]):
     r, w = os.pipe()
@@ -123,30 +115,43 @@ for pid, r in children:
     if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
         sys.exit(1)
     n += int(got)
-print(n)  # the lines of every share
+print(n)
 """
+
+#: The same decode on every usable core: the file cut into one byte range per core (at
+#: line breaks), each range decoded in a forked child. About the fastest a reader that
+#: checks every line is one record can be on this machine, whatever else it does (one
+#: msgspec call per block is faster only without checking that each line holds one
+#: record: docs/benchmarks.md, seventeenth session).
+MSGSPEC_PARALLEL = (
+    _HEAD_DECODER
+    + _CUTS
+    + """
+def work(lo, hi):
+    n = 0
+    for line in os.pread(fd, hi - lo, lo).split(b"\\n"):
+        if line:
+            decode(line)
+            n += 1
+    return n
+"""
+    + _ON_EVERY_CORE
 )
 
 #: msgspec's JSON check alone, with nothing built (a Struct with no fields: every value
 #: is still parsed and checked) and no line checked as one record: one call per 8 MiB
 #: block, on every usable core. Less than any reader that checks every record must do,
-#: so with a Python start that loads msgspec and orjson (`LIBS`) it bounds what any
-#: exact reader built on them can take here, before any work of its own.
-MSGSPEC_BLOCKS = """
+#: so with a Python start that loads msgspec and orjson ("libs" in `bench_show`) it
+#: bounds what any exact reader built on them can take here, before any work of its own.
+MSGSPEC_BLOCKS = (
+    """
 import os, sys, msgspec
 class Nothing(msgspec.Struct):
     pass
 decode_lines = msgspec.json.Decoder(Nothing).decode_lines
-path = sys.argv[1]
-size = os.path.getsize(path)
-cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-fd = os.open(path, os.O_RDONLY)
-cuts = [0]
-for k in range(1, max(1, cores or 1)):
-    at = max(size * k // cores, cuts[-1])
-    nl = os.pread(fd, 1 << 20, at).find(b"\\n")
-    cuts.append(size if nl < 0 else at + nl + 1)
-cuts.append(size)
+"""
+    + _CUTS
+    + """
 def work(lo, hi):
     n = 0
     while lo < hi:
@@ -157,23 +162,9 @@ def work(lo, hi):
         n += len(decode_lines(block[:end]))
         lo += end
     return n
-children = []
-for lo, hi in zip(cuts[1:-1], cuts[2:]):
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.write(w, str(work(lo, hi)).encode())
-        os._exit(0)
-    os.close(w)
-    children.append((pid, r))
-n = work(cuts[0], cuts[1])
-for pid, r in children:
-    got = os.read(r, 64)
-    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
-        sys.exit(1)
-    n += int(got)
-print(n)  # the lines of every share
 """
+    + _ON_EVERY_CORE
+)
 
 HEADER_LOOP = """
 import os, sys, orjson
