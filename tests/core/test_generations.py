@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from turnline.core.watcher import RootWatcher, SessionAdded, SessionRemoved
 
 from ..conftest import FIXTURES
 from .test_index import assert_same, full_read
+from .test_search import family_hits
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "dsh-generations"
 V5_SAMPLES = sorted((DATA / "v5").rglob("session.v5.jsonl"))
@@ -393,7 +396,6 @@ def test_a_corpus_folder_refreshed_beside_its_v0_logs_is_the_same_family(
     the old ones (`session.v3.jsonl`, `session.1.v3.jsonl`, ...). Every real family of
     the fixtures, so refreshed: the same sessions and lineage as the V0 folder, each
     listed once, with its V0 file as its history; search finds the same hits."""
-    from turnline.core.search import open_catalog, search
     from turnline.demo.dshmigrate import migrate, read_v0, twin_name, write_log
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -425,16 +427,35 @@ def test_a_corpus_folder_refreshed_beside_its_v0_logs_is_the_same_family(
         assert older == [twin_of[summary.path.name]]  # its own V0 file, as history
         assert not [p for p in summary.problems if p.kind is ProblemKind.DUPLICATE_ID]
 
-    def hits(root_path: Path, query: str) -> list[tuple[str, int, int, str | None]]:
-        catalog = open_catalog(root_path)
-        try:
-            found = search(catalog, query, include_inherited=True).hits
-        finally:
-            catalog.close()
-        return sorted((h.session, h.turn, h.inherited_by, h.inherited_from) for h in found)
-
     for query in ("the", "subagent"):
-        assert hits(tmp_path / "both", query) == hits(tmp_path / "plain", query), query
+        got, want = family_hits(tmp_path / "both", query), family_hits(tmp_path / "plain", query)
+        assert got == want, query
+
+
+@contextmanager
+def watching(
+    watcher: RootWatcher, until: Callable[[list[Any]], bool]
+) -> Iterator[tuple[list[Any], threading.Event]]:
+    """The watcher's changes, collected on a thread of its own once it is primed, and
+    its stop event, which is set when `until` holds of them; on the way out (a failed
+    assertion too) the watcher is stopped and its thread joined."""
+    stop = threading.Event()
+    seen: list[Any] = []
+
+    def run() -> None:
+        for batch in watcher.watch(stop):
+            seen.extend(batch)
+            if until(seen):
+                stop.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        assert watcher.primed.wait(10)
+        yield seen, stop
+    finally:
+        stop.set()
+        thread.join(20)
 
 
 def test_the_watcher_switches_a_corpus_childs_generation_by_itself(tmp_path: Path) -> None:
@@ -449,20 +470,12 @@ def test_the_watcher_switches_a_corpus_childs_generation_by_itself(tmp_path: Pat
     old = family / "session.1.jsonl"
     assert old in before and family / "session.jsonl" in before
     watcher = RootWatcher(root, poll=True, poll_interval_ms=20)
-    stop = threading.Event()
-    seen: list[Any] = []
-
-    def run() -> None:
-        for batch in watcher.watch(stop):
-            seen.extend(batch)
-            if any(isinstance(c, SessionAdded) and c.summary.path == old for c in seen):
-                stop.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
     new = family / "session.1.v3.jsonl"
-    try:
-        assert watcher.primed.wait(10)
+
+    def old_back(seen: list[Any]) -> bool:
+        return any(isinstance(c, SessionAdded) and c.summary.path == old for c in seen)
+
+    with watching(watcher, old_back) as (seen, stop):
         write_log(migrate(read_v0(old), to=3), new)
         for _ in range(400):
             if new in {s.path for s in root.summaries()}:
@@ -470,10 +483,7 @@ def test_the_watcher_switches_a_corpus_childs_generation_by_itself(tmp_path: Pat
             stop.wait(0.05)
         assert {s.path for s in root.summaries()} == before - {old} | {new}
         new.unlink()
-        thread.join(20)
-    finally:
-        stop.set()
-        thread.join(20)
+        stop.wait(20)
     removed = [(c.path, c.moved_to) for c in seen if isinstance(c, SessionRemoved)]
     assert (old, new) in removed
     assert {s.path for s in root.summaries()} == before
@@ -486,21 +496,13 @@ def test_the_watcher_switches_to_a_new_generation(tmp_path: Path) -> None:
     root = SessionRoot(tmp_path)
     root.scan()
     watcher = RootWatcher(root, poll=True, poll_interval_ms=20)
-    stop = threading.Event()
-    seen: list[Any] = []
 
-    def run() -> None:
-        for batch in watcher.watch(stop):
-            seen.extend(batch)
-            if any(isinstance(c, SessionAdded) for c in seen):
-                stop.set()
+    def added_one(seen: list[Any]) -> bool:
+        return any(isinstance(c, SessionAdded) for c in seen)
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    assert watcher.primed.wait(10)
-    new = write_lines(folder / "session.v5.jsonl", rows)
-    thread.join(20)
-    stop.set()
+    with watching(watcher, added_one) as (seen, stop):
+        new = write_lines(folder / "session.v5.jsonl", rows)
+        stop.wait(20)
     removed = [c for c in seen if isinstance(c, SessionRemoved)]
     added = [c for c in seen if isinstance(c, SessionAdded)]
     assert [(c.path, c.moved_to) for c in removed] == [(old, new)]

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from turnline.core.catalog import Catalog
-from turnline.core.search import QueryError, parse_fields, parse_query, search, snippet_of
+from turnline.core.search import (
+    QueryError,
+    open_catalog,
+    parse_fields,
+    parse_query,
+    search,
+    snippet_of,
+)
 
 from .search_logs import make_lineage
 
@@ -23,6 +30,16 @@ def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Catalog:
 def hits(catalog: Catalog, query: str, **kw: object) -> list[tuple[str, int, int, str | None]]:
     found = search(catalog, query, **kw).hits  # type: ignore[arg-type]
     return [(h.session, h.turn, h.inherited_by, h.inherited_from) for h in found]
+
+
+def family_hits(folder: Path, query: str) -> list[tuple[str, int, int, str | None]]:
+    """Every hit of `query` under `folder`, inherited copies included, sorted: what two
+    layouts of one family (all V0, or migrated apart) must agree on."""
+    catalog = open_catalog(folder)
+    try:
+        return sorted(hits(catalog, query, include_inherited=True))
+    finally:
+        catalog.close()
 
 
 def test_parent_turn_inherited_by_fork_and_fork_of_fork_is_one_hit(catalog: Catalog) -> None:
@@ -286,7 +303,6 @@ def test_a_child_seeded_from_an_older_generation_inherits_the_same_turns(
     catalog holds the parent's V5 generation (97 events). It inherits the same turns
     (1-4, not 5-6) as in the demo built all in V0: each hit, inherited copy included,
     is the same (session, turn, inheritedBy, inheritedFrom)."""
-    from turnline.core.search import open_catalog
     from turnline.demo import build_demo_root, generator
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -296,18 +312,11 @@ def test_a_child_seeded_from_an_older_generation_inherits_the_same_turns(
     plain = build_demo_root(tmp_path / "plain", now_ms=now)
     assert all(p.name == "session.jsonl" for p in plain.roles.values())
 
-    def hits(root: Path, query: str) -> set[tuple[str, int, int, str | None]]:
-        catalog = open_catalog(root)
-        try:
-            found = search(catalog, query, include_inherited=True).hits
-        finally:
-            catalog.close()
-        return {(h.session, h.turn, h.inherited_by, h.inherited_from) for h in found}
-
     child = mixed.roles["subagent-fork"].parent.name
     compared = 0
     for query in ("checkout", "payment", "Summarise", "subagent", "lock"):
-        got, want = hits(mixed.path, query), hits(plain.path, query)
+        got = set(family_hits(mixed.path, query))
+        want = set(family_hits(plain.path, query))
         assert got == want, query
         compared += len(want)
         assert not any(h[0] == child and h[1] > 4 and h[3] for h in got)  # nothing past 4
@@ -331,7 +340,6 @@ def test_a_family_renumbered_in_the_middle_credits_the_same_heirs(
     import shutil
 
     from turnline.core.root import SessionRoot
-    from turnline.core.search import open_catalog
     from turnline.demo.dshmigrate import migrate, read_v0, write_log
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -358,14 +366,6 @@ def test_a_family_renumbered_in_the_middle_credits_the_same_heirs(
             if not keep:
                 log.unlink()
 
-    def hits(folder: Path) -> list[tuple[str, int, int, str | None]]:
-        catalog = open_catalog(folder)
-        try:
-            found = search(catalog, "the", include_inherited=True).hits
-        finally:
-            catalog.close()
-        return sorted((h.session, h.turn, h.inherited_by, h.inherited_from) for h in found)
-
-    want = hits(ref)
+    want = family_hits(ref, "the")
     assert any(h[3] is not None and h[0] == "G" for h in want)  # G inherits some turn
-    assert hits(mixed) == want
+    assert family_hits(mixed, "the") == want
